@@ -1,0 +1,142 @@
+"""The nouns every other app points at: clusters, node groups, nodes, GPU models, teams, prices."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Cluster(models.Model):
+    """A Kubernetes cluster with its Prometheus, as gpufinops reaches them."""
+
+    class Source(models.TextChoices):
+        KUBERNETES = "kubernetes", "Kubernetes API + Prometheus"
+        SIMULATOR = "simulator", "In-process simulator (demo only)"
+
+    name = models.SlugField(max_length=100, unique=True)
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.KUBERNETES)
+    prometheus_url = models.URLField(max_length=500, blank=True)
+    # Bearer token or "user:password" for basic auth; empty for none.
+    prometheus_auth = models.CharField(max_length=500, blank=True)
+    prometheus_verify_tls = models.BooleanField(default=True)
+    kubeconfig_path = models.CharField(max_length=500, blank=True)
+    kube_context = models.CharField(max_length=200, blank=True)
+    in_cluster = models.BooleanField(default=False)
+    # Per-cluster DCGM metric names, e.g. {"sm_active": "DCGM_FI_PROF_SM_UTIL_RATIO"} (DCGM 4.6 renames).
+    metric_names = models.JSONField(default=dict, blank=True)
+    # Scenario name and seed when source == simulator.
+    simulator_scenario = models.CharField(max_length=50, blank=True)
+    simulator_seed = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GpuModel(models.Model):
+    """A GPU product as GPU Feature Discovery names it (`nvidia.com/gpu.product`)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    # MIG compute slices of one GPU: 7 on A100/H100/H200/B200, 4 on A30; 0 when not MIG-capable.
+    compute_slices = models.PositiveSmallIntegerField(default=7)
+    memory_mib = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodeGroup(models.Model):
+    """Nodes grouped by the first node-pool label present, else by GPU model (ledger.md)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="node_groups")
+    name = models.CharField(max_length=253)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="uniq_nodegroup")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+
+class Node(models.Model):
+    """A GPU node as last observed."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    node_group = models.ForeignKey(NodeGroup, on_delete=models.PROTECT, related_name="nodes")
+    gpu_model = models.CharField(max_length=200, blank=True)
+    physical_gpus = models.PositiveIntegerField(default=0)
+    sharing = models.CharField(max_length=20, default="none")  # none|time-slicing|mps|mig-mixed|mig-single
+    labels = models.JSONField(default=dict, blank=True)
+    capacity = models.JSONField(default=dict, blank=True)
+    allocatable = models.JSONField(default=dict, blank=True)
+    ready = models.BooleanField(default=True)
+    unschedulable = models.BooleanField(default=False)
+    created = models.DateTimeField(null=True, blank=True)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    gone = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="uniq_node")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Team(models.Model):
+    """Who pays. Names are what labels carry; `unassigned` collects hours without a team."""
+
+    name = models.CharField(max_length=100, unique=True)
+    display_name = models.CharField(max_length=200, blank=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="teams")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NamespaceTeam(models.Model):
+    """Explicit namespace-to-team mapping, used when neither pod nor namespace carries a team label."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True)
+    namespace = models.CharField(max_length=253)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="namespaces")
+
+    class Meta:
+        ordering = ["namespace"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "namespace"], name="uniq_ns_team"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace} -> {self.team.name}"
+
+
+class GpuPrice(models.Model):
+    """Price card: USD per physical GPU-hour for a GPU model, optionally per cluster, effective-dated."""
+
+    gpu_model = models.CharField(max_length=200)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True)
+    usd_per_gpu_hour = models.DecimalField(max_digits=12, decimal_places=4)
+    effective_from = models.DateField()
+
+    class Meta:
+        ordering = ["gpu_model", "-effective_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu_model", "cluster", "effective_from"], name="uniq_price"),
+        ]
+
+    def __str__(self) -> str:
+        scope = self.cluster.name if self.cluster_id else "all clusters"
+        return f"{self.gpu_model} {self.usd_per_gpu_hour} USD/h from {self.effective_from} ({scope})"

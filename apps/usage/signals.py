@@ -1,0 +1,16 @@
+"""Activity signals the ledger keeps side by side (ledger.md, "Activity")."""
+
+from __future__ import annotations
+
+SIGNALS: tuple[str, ...] = ("sm_active", "gr_engine_active", "tensor_active", "gpu_util")
+DEFAULT_SIGNAL = "sm_active"
+
+# Default DCGM metric per signal; a cluster may override them (Cluster.metric_names).
+DEFAULT_METRICS: dict[str, str] = {
+    "sm_active": "DCGM_FI_PROF_SM_ACTIVE",
+    "gr_engine_active": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "tensor_active": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "gpu_util": "DCGM_FI_DEV_GPU_UTIL",
+}
+# GPU_UTIL is a percentage; the ledger's activity is a ratio.
+SIGNAL_SCALE: dict[str, float] = {"gpu_util": 0.01}

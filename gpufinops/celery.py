@@ -1,0 +1,27 @@
+"""The Celery app and the one beat schedule of gpufinops.
+
+Every periodic task here has a management-command twin that runs the same service.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from celery.schedules import crontab
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
+
+app = Celery("gpufinops")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+app.conf.beat_schedule = {
+    # Every 5 minutes: per cluster, refresh the provisional hour, finalize ended hours, retry failed
+    # buckets whose backoff has passed, and catch up after an outage. Twin: `manage.py collect`.
+    # The per-cluster tasks add their own jitter (countdown) so clusters don't hit sources at once.
+    "collect-all-clusters": {
+        "task": "apps.ingest.tasks.collect_all_clusters_task",
+        "schedule": crontab(minute="*/5"),
+    },
+}

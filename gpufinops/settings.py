@@ -1,0 +1,200 @@
+"""gpufinops settings: everything comes from the environment (docs: README "Configuration")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from apps.common.env import envbool, envfloat, envint, envlist, envsecret, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("GPUFINOPS_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+# ---- Core ----
+DEBUG = envbool("DEBUG", True)
+_DEV_SECRET = "django-insecure-gpufinops-development-only-key-do-not-use-in-production"
+SECRET_KEY = envsecret("SECRET_KEY", _DEV_SECRET if DEBUG else "")
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "apps.common",
+    "apps.inventory",
+    "apps.accounts",
+    "apps.ingest",
+    "apps.usage",
+    "apps.capacity",
+    "apps.queues",
+    "apps.dashboard",
+    "apps.simulator",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gpufinops.urls"
+WSGI_APPLICATION = "gpufinops.wsgi.application"
+ASGI_APPLICATION = "gpufinops.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ---- Database ----
+DATABASE_URL = envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gpufinops.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while a collection writes.
+    DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = "PRAGMA journal_mode=WAL;"
+    DATABASES["default"]["OPTIONS"]["timeout"] = 30
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# ---- Time: the ledger is UTC-only (a system check enforces it) ----
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# ---- Static files ----
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+# ---- Security (HTTPS settings follow the environment; see `check --deploy`) ----
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if envbool("USE_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# ---- Celery: unset broker means tasks run in-process (the embedded default) ----
+CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "")
+CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "")
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == ""
+CELERY_TASK_EAGER_PROPAGATES = True
+# A ledger bucket must survive a worker dying mid-write: ack after the task, requeue on loss.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = envint("CELERY_TASK_SOFT_TIME_LIMIT", 540)
+CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TIMEZONE = "UTC"
+
+# ---- Email (reports) ----
+EMAIL_URL = envstr("EMAIL_URL", "")
+if EMAIL_URL:
+    from urllib.parse import unquote, urlparse
+
+    _email = urlparse(EMAIL_URL)
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = _email.hostname or "localhost"
+    EMAIL_PORT = _email.port or 25
+    EMAIL_HOST_USER = unquote(_email.username or "")
+    EMAIL_HOST_PASSWORD = unquote(_email.password or "")
+    EMAIL_USE_TLS = _email.scheme in {"smtp+tls", "submission"}
+    EMAIL_USE_SSL = _email.scheme == "smtps"
+else:
+    EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+    EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+    EMAIL_PORT = envint("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "gpufinops@localhost")
+
+# ---- REST API ----
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.accounts.authentication.HashedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": envstr("GPUFINOPS_API_RATE", "100000/hour")},
+    "EXCEPTION_HANDLER": "apps.common.api.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gpufinops API",
+    "DESCRIPTION": "GPU-hour ledger, cost, fragmentation and queue quota. Numbers are defined in docs/numbers.md.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# ---- Caches (throttling); Redis when configured ----
+CACHE_URL = envstr("CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+# ---- gpufinops domain settings (ledger.md) ----
+GPUFINOPS_TEAM_LABEL = envstr("GPUFINOPS_TEAM_LABEL", "team")
+GPUFINOPS_UNASSIGNED_TEAM = "unassigned"
+GPUFINOPS_NODE_GROUP_LABELS = envlist(
+    "GPUFINOPS_NODE_GROUP_LABELS",
+    [
+        "karpenter.sh/nodepool",
+        "cloud.google.com/gke-nodepool",
+        "eks.amazonaws.com/nodegroup",
+        "kubernetes.azure.com/agentpool",
+    ],
+)
+GPUFINOPS_MIG_WEIGHT_BY_MEMORY = envbool("GPUFINOPS_MIG_WEIGHT_BY_MEMORY", False)
+GPUFINOPS_IDLE_THRESHOLD = envfloat("GPUFINOPS_IDLE_THRESHOLD", 0.01)
+GPUFINOPS_IDLE_MIN_HOURS = envint("GPUFINOPS_IDLE_MIN_HOURS", 2)
+GPUFINOPS_COLLECT_INTERVAL_SECONDS = envint("GPUFINOPS_COLLECT_INTERVAL_SECONDS", 300)
+GPUFINOPS_BUCKET_LEASE_SECONDS = envint("GPUFINOPS_BUCKET_LEASE_SECONDS", 600)
+GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS = envint("GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS", 3600)
+GPUFINOPS_API_MAX_RANGE_DAYS = envint("GPUFINOPS_API_MAX_RANGE_DAYS", 400)
+GPUFINOPS_PROMETHEUS_TIMEOUT = envfloat("GPUFINOPS_PROMETHEUS_TIMEOUT", 30.0)
+GPUFINOPS_KUBERNETES_TIMEOUT = envfloat("GPUFINOPS_KUBERNETES_TIMEOUT", 30.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
