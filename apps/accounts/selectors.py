@@ -1,0 +1,23 @@
+"""Who may see what: the one rule every API endpoint and dashboard applies (interfaces.md)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+FINANCE_GROUP = "finance"
+
+
+def sees_all_teams(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Staff and members of the `finance` group see every team."""
+    if not user.is_authenticated:
+        return False
+    return bool(user.is_staff or user.is_superuser or user.groups.filter(name=FINANCE_GROUP).exists())
+
+
+def visible_team_names(user: AbstractBaseUser | AnonymousUser) -> set[str] | None:
+    """Team names the user may see; None means every team (including ones not yet in the Team table)."""
+    if sees_all_teams(user):
+        return None
+    if not user.is_authenticated:
+        return set()
+    return set(user.teams.values_list("name", flat=True))
