@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import dj_database_url
 
+from apps.common.constants import DEV_SECRET_KEY, MISSING_SECRET_PREFIX
 from apps.common.env import envbool, envfloat, envint, envlist, envsecret, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -14,8 +16,12 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 # ---- Core ----
 DEBUG = envbool("DEBUG", True)
-_DEV_SECRET = "django-insecure-gpufinops-development-only-key-do-not-use-in-production"
-SECRET_KEY = envsecret("SECRET_KEY", _DEV_SECRET if DEBUG else "")
+_DEV_SECRET = DEV_SECRET_KEY
+# Unset in production: a random per-process placeholder, so that system check gpufinops.E002 (not an
+# ImproperlyConfigured traceback) tells the operator, and nothing is ever signed with a known key.
+SECRET_KEY = envsecret("SECRET_KEY", "") or (
+    _DEV_SECRET if DEBUG else MISSING_SECRET_PREFIX + secrets.token_urlsafe(48)
+)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
@@ -88,6 +94,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # js/plotly.min.js straight from the installed plotly package: nothing vendored into git.
+    "apps.dashboard.staticfiles.PlotlyFinder",
+]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"

@@ -1,9 +1,40 @@
-"""Token authentication against hashed ApiToken rows (filled in by the API work)."""
+"""Token authentication against hashed ApiToken rows (`Authorization: Token <token>`).
+
+Only the SHA-256 digest of a token is stored, so a database dump does not hand out API access.
+A missing, unknown, expired or inactive-user token is a 401 with `WWW-Authenticate: Token`.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
+
+from apps.accounts.models import ApiToken
+from apps.accounts.tokens import token_digest
+
+# last_used_at is refreshed at most this often, so reads do not turn into a write per request.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
 class HashedTokenAuthentication(TokenAuthentication):
-    pass
+    """DRF's `Token` scheme (so drf-spectacular documents it), checked against ApiToken digests."""
+
+    keyword = "Token"
+
+    def authenticate_credentials(self, key):  # type: ignore[no-untyped-def]
+        """Finds the token by digest and refuses expired tokens and inactive users."""
+        try:
+            token = ApiToken.objects.select_related("user").get(digest=token_digest(key))
+        except ApiToken.DoesNotExist as exc:
+            raise exceptions.AuthenticationFailed("Invalid token.") from exc
+        now = timezone.now()
+        if token.expires_at is not None and token.expires_at <= now:
+            raise exceptions.AuthenticationFailed("Token has expired.")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token

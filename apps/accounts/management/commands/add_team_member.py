@@ -1,0 +1,23 @@
+"""`manage.py add_team_member TEAM USERNAME`: lets a user see one team's numbers."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.accounts.services import add_team_member
+
+
+class Command(BaseCommand):
+    help = "Make USERNAME a member of TEAM (creating the team row if needed)."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("team")
+        parser.add_argument("username")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        try:
+            team = add_team_member(options["team"], options["username"])
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        self.stdout.write(f"{options['username']} is a member of {team.name}")

@@ -1,0 +1,275 @@
+"""Fragmentation of free GPUs: pure functions over the collector's node and pod dataclasses.
+
+Every number is defined in docs/fragmentation.md with a worked example. In short, for the
+schedulable nodes of a node group (Ready, not cordoned, the resource advertised) with `free_n`
+units free on node n:
+
+* `largest_free_block` = max(free_n): the most units one pod could get on a single node;
+* `placeable[s]` = Σ floor(free_n / s): how many pods of s units fit at once;
+* `stranded_gpus[s]` = Σ (free_n mod s): free units no pod of s units could use.
+
+A node group is reported once per NVIDIA resource its nodes advertise, in that resource's unit:
+whole GPUs, time-sliced/MPS replicas, or instances of one MIG profile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from apps.capacity.constants import (
+    LABEL_COUNT,
+    LABEL_MIG_STRATEGY,
+    LABEL_PRODUCT,
+    LABEL_REPLICAS,
+    LABEL_SHARING,
+    NVIDIA_GPU,
+    NVIDIA_GPU_SHARED,
+    NVIDIA_MIG_PREFIX,
+    SHAPES,
+    UNIT_GPU,
+    UNIT_MIG_PREFIX,
+    UNIT_REPLICA,
+)
+from apps.ingest.collectors.types import ContainerRequest, NodeInfo, PodInfo
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+# MIG compute slices of a whole GPU (A100/H100/H200/B200; A30 has 4, see ledger.md).
+DEFAULT_COMPUTE_SLICES = 7
+
+
+@dataclass(frozen=True)
+class NodeSlots:
+    """One node's view of one NVIDIA device resource, in that resource's unit."""
+
+    node: str
+    node_group: str
+    gpu_model: str
+    resource: str
+    unit: str
+    physical_gpus: int
+    allocatable: int
+    allocated: int
+    schedulable: bool
+    zero_allocatable: bool
+
+    @property
+    def free(self) -> int:
+        """Units a new pod could get here: only schedulable nodes offer any."""
+        if not self.schedulable:
+            return 0
+        return max(0, self.allocatable - self.allocated)
+
+
+@dataclass(frozen=True)
+class GroupFragmentation:
+    """The fragmentation numbers of one node group and resource (interfaces.md, /api/v1/fragmentation/)."""
+
+    node_group: str
+    gpu_model: str
+    resource: str
+    unit: str
+    nodes: int
+    physical_gpus: int
+    allocatable_gpus: int
+    allocated_gpus: int
+    free_gpus: int
+    largest_free_block: int
+    placeable: dict[str, int]
+    stranded_gpus: dict[str, int]
+    zero_allocatable_nodes: tuple[str, ...]
+    unschedulable_nodes: tuple[str, ...]
+    free_per_node: tuple[int, ...]  # free units of each schedulable node, largest first
+
+
+# ---- The three numbers ----
+
+
+def largest_free_block(free: Sequence[int]) -> int:
+    """The most units one pod could get on a single node."""
+    return max(free, default=0)
+
+
+def placeable(free: Sequence[int], shapes: Sequence[int] = SHAPES) -> dict[str, int]:
+    """For each shape s: how many pods of s units fit at once, Σ floor(free_n / s)."""
+    return {str(s): sum(f // s for f in free) for s in shapes}
+
+
+def stranded(free: Sequence[int], shapes: Sequence[int] = SHAPES) -> dict[str, int]:
+    """For each shape s: free units that no pod of s units could use, Σ (free_n mod s)."""
+    return {str(s): sum(f % s for f in free) for s in shapes}
+
+
+# ---- Reading nodes and pods ----
+
+
+def to_count(value: str | float | int | None) -> int:
+    """An extended-resource quantity as a whole count (they are integers); junk counts as 0."""
+    try:
+        number = float(str(value))
+    except (TypeError, ValueError):
+        return 0
+    if not math.isfinite(number) or number < 0:
+        return 0
+    return int(number)
+
+
+def node_group_of(labels: dict[str, str], group_labels: Sequence[str]) -> str:
+    """The first node-pool label present, else the GPU model (ledger.md, "Node groups")."""
+    for key in group_labels:
+        if labels.get(key):
+            return labels[key]
+    return gpu_model_of(labels) or "unknown"
+
+
+def gpu_model_of(labels: dict[str, str]) -> str:
+    """The parent GPU model: GFD's product without the MIG-single and shared suffixes."""
+    product = labels.get(LABEL_PRODUCT, "")
+    product = product.removesuffix("-SHARED")
+    return product.split("-MIG-")[0]
+
+
+def is_device_resource(resource: str) -> bool:
+    """NVIDIA resources that are devices a pod holds (not e.g. `nvidia.com/gpu.present` labels)."""
+    return resource in (NVIDIA_GPU, NVIDIA_GPU_SHARED) or resource.startswith(NVIDIA_MIG_PREFIX)
+
+
+def unit_of(resource: str, labels: dict[str, str]) -> str:
+    """The unit one `resource` counts on a node with these labels."""
+    if resource.startswith(NVIDIA_MIG_PREFIX):
+        return UNIT_MIG_PREFIX + resource.removeprefix(NVIDIA_MIG_PREFIX)
+    if resource == NVIDIA_GPU_SHARED:
+        return UNIT_REPLICA
+    product = labels.get(LABEL_PRODUCT, "")
+    if labels.get(LABEL_MIG_STRATEGY) == "single" and "-MIG-" in product:
+        return UNIT_MIG_PREFIX + product.split("-MIG-")[1].removesuffix("-SHARED")
+    if labels.get(LABEL_SHARING) in ("time-slicing", "mps") or to_count(labels.get(LABEL_REPLICAS)) > 1:
+        return UNIT_REPLICA
+    return UNIT_GPU
+
+
+def physical_gpus_of(node: NodeInfo) -> int:
+    """`nvidia.com/gpu.count` when present, else derived from capacity (ledger.md, "Capacity")."""
+    if LABEL_COUNT in node.labels:
+        return to_count(node.labels[LABEL_COUNT])
+    capacity = node.capacity or node.allocatable
+    replicas = max(1, to_count(node.labels.get(LABEL_REPLICAS)))
+    whole = to_count(capacity.get(NVIDIA_GPU)) + to_count(capacity.get(NVIDIA_GPU_SHARED))
+    if unit_of(NVIDIA_GPU, node.labels) == UNIT_REPLICA or NVIDIA_GPU_SHARED in capacity:
+        whole = math.ceil(whole / replicas)
+    slices = sum(
+        to_count(v) * _mig_slices(k) for k, v in capacity.items() if k.startswith(NVIDIA_MIG_PREFIX)
+    )
+    return whole + math.ceil(slices / DEFAULT_COMPUTE_SLICES)
+
+
+def _mig_slices(resource: str) -> int:
+    """Compute slices of a MIG resource: the N of `nvidia.com/mig-<N>g.<M>gb`."""
+    profile = resource.removeprefix(NVIDIA_MIG_PREFIX)
+    head = profile.split("g.", 1)[0]
+    return int(head) if head.isdigit() else 1
+
+
+def effective_request(containers: Iterable[ContainerRequest]) -> dict[str, int]:
+    """The scheduler's rule per device resource: max(Σ app and sidecar containers, max init container)."""
+    summed: dict[str, float] = defaultdict(float)
+    init_max: dict[str, float] = defaultdict(float)
+    for c in containers:
+        for resource, amount in c.resources.items():
+            if not is_device_resource(resource):
+                continue
+            if c.kind == "init":
+                init_max[resource] = max(init_max[resource], amount)
+            else:
+                summed[resource] += amount
+    keys = set(summed) | set(init_max)
+    out = {k: math.ceil(max(summed[k], init_max[k])) for k in keys}
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def holds_devices(pod: PodInfo) -> bool:
+    """A pod bound to a node and not terminated holds its devices there."""
+    return bool(pod.node) and pod.phase not in TERMINAL_PHASES
+
+
+def node_slots(
+    nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]
+) -> list[NodeSlots]:
+    """Each GPU node's allocatable, allocated and schedulability per device resource.
+
+    A GPU node that advertises no device resource at all (device plugin not registered) gets one
+    row for `nvidia.com/gpu` with zero allocatable, so it is still counted and named.
+    """
+    allocated: dict[tuple[str, str], int] = defaultdict(int)
+    for pod in pods:
+        if holds_devices(pod):
+            for resource, amount in effective_request(pod.containers).items():
+                allocated[(pod.node, resource)] += amount
+    slots: list[NodeSlots] = []
+    for node in nodes:
+        resources = sorted(r for r in {*node.capacity, *node.allocatable} if is_device_resource(r))
+        if not resources:
+            resources = [NVIDIA_GPU]
+        zero = sum(to_count(node.allocatable.get(r)) for r in resources) == 0
+        group, model, physical = node_group_of(node.labels, group_labels), gpu_model_of(node.labels), physical_gpus_of(node)
+        for resource in resources:
+            alloc = to_count(node.allocatable.get(resource))
+            slots.append(
+                NodeSlots(
+                    node=node.name,
+                    node_group=group,
+                    gpu_model=model,
+                    resource=resource,
+                    unit=unit_of(resource, node.labels),
+                    physical_gpus=physical,
+                    allocatable=alloc,
+                    allocated=allocated[(node.name, resource)],
+                    schedulable=node.ready and not node.unschedulable and alloc > 0,
+                    zero_allocatable=zero,
+                )
+            )
+    return slots
+
+
+# ---- Per node group ----
+
+
+def group_fragmentation(slots: Iterable[NodeSlots], shapes: Sequence[int] = SHAPES) -> list[GroupFragmentation]:
+    """Sums node slots into one row per (node group, resource), sorted by both."""
+    groups: dict[tuple[str, str], list[NodeSlots]] = defaultdict(list)
+    for slot in slots:
+        groups[(slot.node_group, slot.resource)].append(slot)
+    return [_one_group(members, shapes) for _, members in sorted(groups.items())]
+
+
+def _one_group(members: list[NodeSlots], shapes: Sequence[int]) -> GroupFragmentation:
+    free = sorted((m.free for m in members if m.schedulable), reverse=True)
+    models = Counter(m.gpu_model for m in members if m.gpu_model)
+    units = Counter(m.unit for m in members)
+    first = members[0]
+    return GroupFragmentation(
+        node_group=first.node_group,
+        gpu_model=models.most_common(1)[0][0] if models else "",
+        resource=first.resource,
+        unit=units.most_common(1)[0][0],
+        nodes=len(members),
+        physical_gpus=sum(m.physical_gpus for m in members),
+        allocatable_gpus=sum(m.allocatable for m in members),
+        allocated_gpus=sum(m.allocated for m in members),
+        free_gpus=sum(free),
+        largest_free_block=largest_free_block(free),
+        placeable=placeable(free, shapes),
+        stranded_gpus=stranded(free, shapes),
+        zero_allocatable_nodes=tuple(sorted(m.node for m in members if m.zero_allocatable)),
+        unschedulable_nodes=tuple(sorted(m.node for m in members if not m.schedulable and not m.zero_allocatable)),
+        free_per_node=tuple(free),
+    )
+
+
+def cluster_fragmentation(
+    nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]
+) -> list[GroupFragmentation]:
+    """Nodes and pods as collected → fragmentation rows per node group and resource."""
+    return group_fragmentation(node_slots(nodes, pods, group_labels))

@@ -1,0 +1,162 @@
+"""Kubernetes collector: paginated LISTs through the official client, reduced to plain dataclasses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from kubernetes import client, config
+
+from apps.ingest.collectors.types import ClusterSnapshot, ContainerRequest, NamespaceInfo, NodeInfo, PodInfo
+from apps.inventory.models import Cluster
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+NVIDIA_PREFIX = "nvidia.com/"
+
+
+class KubernetesError(Exception):
+    """The cluster could not be read (unreachable, 5xx, timeout, bad credentials)."""
+
+
+def api_client_for(cluster: Cluster) -> client.ApiClient:
+    """An ApiClient for the cluster: in-cluster service account, or kubeconfig (path/context, else default)."""
+    cfg = client.Configuration()
+    try:
+        if cluster.in_cluster:
+            config.load_incluster_config(client_configuration=cfg)
+        else:
+            config.load_kube_config(
+                config_file=cluster.kubeconfig_path or None,
+                context=cluster.kube_context or None,
+                client_configuration=cfg,
+            )
+    except Exception as exc:  # the config loaders raise several unrelated types
+        raise KubernetesError(f"cannot load Kubernetes configuration: {exc}") from exc
+    cfg.retries = 0  # a failed bucket is retried by bucket state, not by urllib3
+    return client.ApiClient(configuration=cfg)
+
+
+def _timeout() -> tuple[float, float]:
+    t = float(settings.GPUFINOPS_KUBERNETES_TIMEOUT)
+    return (min(t, 10.0), t)
+
+
+def _paged(list_fn: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
+    token: str | None = None
+    while True:
+        page = list_fn(limit=PAGE_SIZE, _continue=token, _request_timeout=_timeout(), **kwargs)
+        yield from page.items or []
+        token = page.metadata._continue if page.metadata else None
+        if not token:
+            return
+
+
+def _nvidia(resources: dict[str, Any] | None) -> dict[str, str]:
+    return {k: str(v) for k, v in (resources or {}).items() if k.startswith(NVIDIA_PREFIX)}
+
+
+def parse_quantity(value: Any) -> float | None:
+    """Extended resources are integers; reject anything else instead of guessing."""
+    try:
+        q = float(str(value))
+    except (TypeError, ValueError):
+        return None
+    if q != q or q < 0 or q in (float("inf"),):
+        return None
+    return q
+
+
+def _to_node(n: Any) -> NodeInfo:
+    status = n.status
+    ready = any(c.type == "Ready" and c.status == "True" for c in (status.conditions or []))
+    return NodeInfo(
+        name=n.metadata.name,
+        labels=dict(n.metadata.labels or {}),
+        capacity=_nvidia(status.capacity),
+        allocatable=_nvidia(status.allocatable),
+        ready=ready,
+        unschedulable=bool(n.spec.unschedulable) if n.spec else False,
+        created=n.metadata.creation_timestamp,
+    )
+
+
+def _container_resources(c: Any) -> dict[str, float]:
+    res = c.resources
+    requests = _nvidia(res.requests if res else None)
+    limits = _nvidia(res.limits if res else None)
+    merged = {**limits, **requests}  # extended resources: requests equal limits; read limits when absent
+    out: dict[str, float] = {}
+    for k, v in merged.items():
+        q = parse_quantity(v)
+        if q is None:
+            log.warning("ignoring unparsable quantity %r for %s in container %s", v, k, c.name)
+            continue
+        out[k] = q
+    return out
+
+
+def _finished(pod: Any) -> datetime | None:
+    latest: datetime | None = None
+    for cs in (pod.status.container_statuses or []) if pod.status else []:
+        term = cs.state.terminated if cs.state else None
+        if term and term.finished_at and (latest is None or term.finished_at > latest):
+            latest = term.finished_at
+    return latest
+
+
+def _to_pod(p: Any) -> PodInfo | None:
+    spec, status = p.spec, p.status
+    containers: list[ContainerRequest] = []
+    for c in spec.containers or []:
+        containers.append(ContainerRequest(c.name, "app", _container_resources(c)))
+    for c in spec.init_containers or []:
+        kind = "sidecar" if getattr(c, "restart_policy", None) == "Always" else "init"
+        containers.append(ContainerRequest(c.name, kind, _container_resources(c)))
+    if not any(c.resources for c in containers):
+        return None
+    phase = (status.phase if status else "") or ""
+    conditions = {c.type: c.status for c in (status.conditions or [])} if status else {}
+    message = ""
+    for c in (status.conditions or []) if status else []:
+        if c.type == "PodScheduled" and c.status == "False":
+            message = c.message or c.reason or ""
+    return PodInfo(
+        uid=p.metadata.uid,
+        namespace=p.metadata.namespace,
+        name=p.metadata.name,
+        node=spec.node_name or "",
+        phase=phase,
+        labels=dict(p.metadata.labels or {}),
+        annotations=dict(p.metadata.annotations or {}),
+        containers=tuple(containers),
+        created=p.metadata.creation_timestamp,
+        started=status.start_time if status else None,
+        finished=_finished(p) if phase in ("Succeeded", "Failed") else None,
+        deletion=p.metadata.deletion_timestamp,
+        conditions=conditions,
+        scheduling_message=message,
+    )
+
+
+def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) -> ClusterSnapshot:
+    """Nodes with NVIDIA resources or GFD labels, pods requesting NVIDIA resources, and namespaces."""
+    api = client.CoreV1Api(api_client or api_client_for(cluster))
+    taken_at = datetime.now(UTC)
+    try:
+        nodes = []
+        for n in _paged(api.list_node):
+            info = _to_node(n)
+            if info.capacity or "nvidia.com/gpu.count" in info.labels or "nvidia.com/gpu.product" in info.labels:
+                nodes.append(info)
+        pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
+        namespaces = [
+            NamespaceInfo(ns.metadata.name, dict(ns.metadata.labels or {})) for ns in _paged(api.list_namespace)
+        ]
+    except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
+        raise KubernetesError(f"Kubernetes API: {type(exc).__name__}: {str(exc)[:300]}") from exc
+    return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces))

@@ -1,0 +1,296 @@
+"""Prometheus collector: instant queries at a bucket's end with *_over_time, so PromQL aggregates
+and no raw samples stream into Python.
+
+Reads two families: DCGM activity per device series carrying a pod identity, and the
+kube-state-metrics history used to rebuild allocations for hours the Kubernetes collector missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from prometheus_api_client import PrometheusConnect
+
+from apps.inventory.models import Cluster
+from apps.usage.ledger import SeriesFact
+from apps.usage.signals import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS
+
+log = logging.getLogger(__name__)
+
+# Fallback order when a cluster does not export SM activity (ledger.md; telemetry reference 1.2).
+SM_FALLBACK = ("gr_engine_active", "gpu_util")
+KSM_STEP_SECONDS = 30
+
+
+class PrometheusError(Exception):
+    """Prometheus unreachable, or its answer unusable."""
+
+
+@dataclass(frozen=True)
+class KsmPod:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    started: datetime | None
+    finished: datetime | None
+    last_seen: datetime | None
+    labels: dict[str, str]  # original-ish keys for known labels (team, queue labels)
+    app_requests: dict[str, dict[str, float]]  # container -> resource -> quantity
+    init_requests: dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class KsmNode:
+    name: str
+    labels: dict[str, str]
+    allocatable: dict[str, float]
+    capacity: dict[str, float]
+    unschedulable: bool
+    ready: bool
+    first_seen: datetime
+    last_seen: datetime
+
+
+def ksm_resource(name: str) -> str | None:
+    """kube-state-metrics sanitizes resource names (`nvidia.com/mig-1g.10gb` -> `nvidia_com_mig_1g_10gb`)."""
+    if not name.startswith("nvidia_com_"):
+        return None
+    rest = name[len("nvidia_com_") :]
+    if rest == "gpu":
+        return "nvidia.com/gpu"
+    if rest == "gpu_shared":
+        return "nvidia.com/gpu.shared"
+    m = re.match(r"^mig_(\d+)g_(\d+)gb(.*)$", rest)
+    if m:
+        return f"nvidia.com/mig-{m.group(1)}g.{m.group(2)}gb{m.group(3).replace('_', '.')}"
+    return "nvidia.com/" + rest  # unknown: kept so the ledger can report it, never counted
+
+
+def ksm_label(key: str) -> str:
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def _ts(v: float) -> datetime:
+    return datetime.fromtimestamp(v, tz=UTC)
+
+
+def _value(sample: dict[str, Any]) -> float | None:
+    try:
+        v = float(sample["value"][1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return None if math.isnan(v) or math.isinf(v) else v
+
+
+class PrometheusSource:
+    """Reads one cluster's Prometheus."""
+
+    def __init__(self, cluster: Cluster):
+        if not cluster.prometheus_url:
+            raise PrometheusError(f"cluster {cluster.name} has no Prometheus URL")
+        headers: dict[str, str] = {}
+        auth = cluster.prometheus_auth
+        if auth and ":" in auth:
+            import base64
+
+            headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode()
+        elif auth:
+            headers["Authorization"] = f"Bearer {auth}"
+        self.cluster = cluster
+        self.metrics = {**DEFAULT_METRICS, **(cluster.metric_names or {})}
+        self.prom = PrometheusConnect(
+            url=cluster.prometheus_url,
+            headers=headers or None,
+            disable_ssl=not cluster.prometheus_verify_tls,
+            timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT,
+            retry=None,
+        )
+        self.queries = 0
+        self.samples = 0
+        self.warnings: list[str] = []
+
+    # ---- plumbing ----
+    def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
+        self.queries += 1
+        try:
+            result = self.prom.custom_query(query=promql, params={"time": at.timestamp()})
+        except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
+            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {str(exc)[:300]}") from exc
+        if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
+            raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
+        self.samples += len(result)
+        return result
+
+    # ---- DCGM activity ----
+    def _signal_series(self, signal: str, start: datetime, end: datetime) -> dict[tuple, float]:
+        metric = self.metrics[signal]
+        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        # Prometheus Operator with honorLabels=false renames the exporter's pod labels to exported_*.
+        q = (
+            f'avg_over_time({metric}{{exported_pod!=""}}[{rng}]) or '
+            f'avg_over_time({metric}{{pod!="",exported_pod=""}}[{rng}])'
+        )
+        scale = SIGNAL_SCALE.get(signal, 1.0)
+        out: dict[tuple, float] = {}
+        for r in self.query(q, end):
+            m = r["metric"]
+            pod = m.get("exported_pod") or m.get("pod") or ""
+            ns = m.get("exported_namespace") or m.get("namespace") or ""
+            uuid = m.get("UUID") or m.get("uuid") or m.get("gpu_uuid") or ""
+            v = _value(r)
+            if not pod or not ns or not uuid:
+                log.warning("cluster %s: DCGM series without pod identity or UUID skipped: %s", self.cluster, m)
+                continue
+            if v is None:
+                self.warnings.append(f"{signal}: non-numeric value for {ns}/{pod} {uuid}")
+                continue
+            ratio = v * scale
+            if ratio < -1e-9 or ratio > 1.0 + 1e-6:
+                self.warnings.append(f"{signal}: value {v} out of range for {ns}/{pod} {uuid}; not counted")
+                continue
+            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""))
+            out[key] = ratio
+        return out
+
+    def activity(self, start: datetime, end: datetime) -> list[SeriesFact]:
+        per_signal = {s: self._signal_series(s, start, end) for s in SIGNALS}
+        if not per_signal["sm_active"]:
+            for fallback in SM_FALLBACK:
+                if per_signal[fallback]:
+                    self.warnings.append(f"SM activity not exported; sm_active falls back to {fallback}")
+                    per_signal["sm_active"] = per_signal[fallback]
+                    break
+        keys = set().union(*per_signal.values())
+        facts = []
+        for key in sorted(keys):
+            values = {s: per_signal[s][key] for s in SIGNALS if key in per_signal[s]}
+            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values))
+        return facts
+
+    def has_dcgm(self, start: datetime, end: datetime) -> bool:
+        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        metrics = "|".join(re.escape(self.metrics[s]) for s in SIGNALS)
+        return bool(self.query(f'count(count_over_time({{__name__=~"{metrics}"}}[{rng}]))', end))
+
+    # ---- kube-state-metrics history ----
+    def ksm_pods(self, start: datetime, end: datetime) -> list[KsmPod]:
+        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", end)
+        if not starts:
+            return []
+        done: dict[str, float] = {}
+        for r in self.query(f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", end):
+            v = _value(r)
+            if v:
+                done[r["metric"].get("uid", "")] = v
+        seen: dict[str, float] = {}
+        q = f"max by (uid) (max_over_time(timestamp(kube_pod_start_time)[{rng}:{KSM_STEP_SECONDS}s]))"
+        for r in self.query(q, end):
+            v = _value(r)
+            if v:
+                seen[r["metric"].get("uid", "")] = v
+        app: dict[str, dict[str, dict[str, float]]] = {}
+        init: dict[str, dict[str, dict[str, float]]] = {}
+        nodes: dict[str, str] = {}
+        for metric, target in (
+            ("kube_pod_container_resource_requests", app),
+            ("kube_pod_init_container_resource_requests", init),
+        ):
+            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', end):
+                m, v = r["metric"], _value(r)
+                res = ksm_resource(m.get("resource", ""))
+                if v is None or res is None:
+                    continue
+                uid = m.get("uid", "")
+                target.setdefault(uid, {}).setdefault(m.get("container", ""), {})[res] = v
+                if m.get("node"):
+                    nodes[uid] = m["node"]
+        labels: dict[str, dict[str, str]] = {}
+        for r in self.query(f"max_over_time(kube_pod_labels[{rng}])", end):
+            labels[r["metric"].get("uid", "")] = {k: v for k, v in r["metric"].items() if k.startswith("label_")}
+        for r in self.query(f"max_over_time(kube_pod_info[{rng}])", end):
+            m = r["metric"]
+            if m.get("node") and m.get("uid"):
+                nodes.setdefault(m["uid"], m["node"])
+        pods = []
+        for r in starts:
+            m, v = r["metric"], _value(r)
+            uid = m.get("uid", "")
+            if not uid or (uid not in app and uid not in init):
+                continue
+            pods.append(
+                KsmPod(
+                    uid=uid,
+                    namespace=m.get("namespace", ""),
+                    name=m.get("pod", ""),
+                    node=nodes.get(uid, ""),
+                    started=_ts(v) if v else None,
+                    finished=_ts(done[uid]) if uid in done else None,
+                    last_seen=_ts(seen[uid]) if uid in seen else None,
+                    labels=labels.get(uid, {}),
+                    app_requests=app.get(uid, {}),
+                    init_requests=init.get(uid, {}),
+                )
+            )
+        return pods
+
+    def ksm_namespace_labels(self, start: datetime, end: datetime) -> dict[str, dict[str, str]]:
+        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        out: dict[str, dict[str, str]] = {}
+        for r in self.query(f"max_over_time(kube_namespace_labels[{rng}])", end):
+            m = r["metric"]
+            out[m.get("namespace", "")] = {k: v for k, v in m.items() if k.startswith("label_")}
+        return out
+
+    def ksm_nodes(self, start: datetime, end: datetime) -> list[KsmNode]:
+        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(
+            f"max_over_time(kube_node_labels[{rng}])", end)}
+        if not labels:
+            return []
+        alloc: dict[str, dict[str, float]] = {}
+        cap: dict[str, dict[str, float]] = {}
+        for metric, target in (("kube_node_status_allocatable", alloc), ("kube_node_status_capacity", cap)):
+            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', end):
+                res, v = ksm_resource(r["metric"].get("resource", "")), _value(r)
+                if res and v is not None:
+                    target.setdefault(r["metric"].get("node", ""), {})[res] = v
+        cordoned = {r["metric"].get("node", "") for r in self.query(
+            f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", end)}
+        not_ready = {r["metric"].get("node", "") for r in self.query(
+            f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', end)}
+        first: dict[str, float] = {}
+        last: dict[str, float] = {}
+        for fn, target in (("min", first), ("max", last)):
+            q = f"{fn}_over_time(timestamp(kube_node_labels)[{rng}:{KSM_STEP_SECONDS}s])"
+            for r in self.query(q, end):
+                v = _value(r)
+                if v:
+                    target[r["metric"].get("node", "")] = v
+        nodes = []
+        for name, m in labels.items():
+            nodes.append(
+                KsmNode(
+                    name=name,
+                    labels={k: v for k, v in m.items() if k.startswith("label_")},
+                    allocatable=alloc.get(name, {}),
+                    capacity=cap.get(name, {}),
+                    unschedulable=name in cordoned,
+                    ready=name not in not_ready,
+                    first_seen=_ts(first.get(name, start.timestamp())),
+                    last_seen=_ts(last.get(name, end.timestamp())),
+                )
+            )
+        return nodes
+
+
+def bucket_range(hour: datetime, now: datetime) -> tuple[datetime, datetime]:
+    """[hour, min(hour+1h, now)): the provisional bucket only covers what has happened."""
+    return hour, min(hour + timedelta(hours=1), now)

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from apps.ingest import services
+from apps.inventory.models import Cluster
+
+
+def parse_when(value: str, name: str) -> datetime:
+    dt = parse_datetime(value)
+    if dt is None:
+        d = parse_date(value)
+        if d is None:
+            raise CommandError(f"{name} must be ISO 8601, got {value!r}")
+        dt = datetime(d.year, d.month, d.day)
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+class Command(BaseCommand):
+    help = "Collect and write every hourly bucket overlapping [since, until) (same code as the Celery task)."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--cluster", help="cluster name (default: all)")
+        parser.add_argument("--since", help="ISO 8601; default: resume after the last final bucket")
+        parser.add_argument("--until", help="ISO 8601; default: now")
+
+    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+        now = timezone.now()
+        clusters = Cluster.objects.all()
+        if opts["cluster"]:
+            clusters = clusters.filter(name=opts["cluster"])
+            if not clusters.exists():
+                raise CommandError(f"no cluster named {opts['cluster']!r} (see add_cluster)")
+        if not clusters.exists():
+            raise CommandError("no clusters configured: run `manage.py add_cluster` first")
+        until = parse_when(opts["until"], "--until") if opts["until"] else now
+        since = parse_when(opts["since"], "--since") if opts["since"] else None
+        if since and since >= until:
+            raise CommandError("--since must be before --until")
+        failed = False
+        for cluster in clusters:
+            hours = services.hours_between(since, until) if since else None
+            report = services.collect_cluster(cluster, hours, now=now, progress=lambda m: print(m, file=sys.stderr))
+            self.stdout.write(
+                f"{cluster.name}: {len(report.written)} written, {len(report.failed)} failed, "
+                f"{len(report.skipped)} held by another worker"
+            )
+            failed = failed or not report.ok
+        if failed:
+            raise CommandError("some buckets failed; they are marked and will be retried (see Bucket.last_error)")

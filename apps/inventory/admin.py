@@ -1,0 +1,93 @@
+"""Admin for the inventory: clusters, GPU models, node groups, nodes, teams, namespace mapping, price card."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+
+from apps.inventory.models import Cluster, GpuModel, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
+
+
+class ClusterForm(forms.ModelForm):
+    """Keeps the Prometheus credential out of the page: blank leaves the stored value unchanged."""
+
+    prometheus_auth = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text='Bearer token or "user:password"; leave blank to keep the stored value.',
+    )
+
+    class Meta:
+        model = Cluster
+        fields = "__all__"
+
+    def clean_prometheus_auth(self) -> str:
+        value = self.cleaned_data.get("prometheus_auth") or ""
+        if not value and self.instance.pk:
+            return self.instance.prometheus_auth
+        return value
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    form = ClusterForm
+    list_display = ["name", "source", "prometheus_url", "in_cluster", "kube_context", "created_at"]
+    list_filter = ["source", "in_cluster"]
+    search_fields = ["name", "prometheus_url"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(GpuModel)
+class GpuModelAdmin(admin.ModelAdmin):
+    list_display = ["name", "compute_slices", "memory_mib"]
+    search_fields = ["name"]
+
+
+@admin.register(NodeGroup)
+class NodeGroupAdmin(admin.ModelAdmin):
+    list_display = ["name", "cluster"]
+    list_filter = ["cluster"]
+    search_fields = ["name"]
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    """Nodes are observed from Kubernetes by the collectors: shown, not edited."""
+
+    list_display = ["name", "cluster", "node_group", "gpu_model", "physical_gpus", "sharing", "ready", "gone", "last_seen"]
+    list_filter = ["cluster", "gpu_model", "sharing", "ready", "unschedulable", "gone"]
+    search_fields = ["name"]
+    list_select_related = ["cluster", "node_group"]
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+class NamespaceTeamInline(admin.TabularInline):
+    model = NamespaceTeam
+    extra = 0
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "display_name"]
+    search_fields = ["name", "display_name"]
+    filter_horizontal = ["members"]
+    inlines = [NamespaceTeamInline]
+
+
+@admin.register(NamespaceTeam)
+class NamespaceTeamAdmin(admin.ModelAdmin):
+    list_display = ["namespace", "team", "cluster"]
+    list_filter = ["cluster", "team"]
+    search_fields = ["namespace", "team__name"]
+
+
+@admin.register(GpuPrice)
+class GpuPriceAdmin(admin.ModelAdmin):
+    list_display = ["gpu_model", "usd_per_gpu_hour", "cluster", "effective_from"]
+    list_filter = ["gpu_model", "cluster"]
+    date_hierarchy = "effective_from"

@@ -1,0 +1,354 @@
+"""Reads of the GPU-hour ledger for the API and the dashboards (ledger.md defines every number).
+
+Aggregations read the rollups, never the pod rows: ``UsageDay``/``CapacityDay`` when the range is
+whole UTC days and nobody asked for hours, else ``UsageHour``/``CapacityHour``. Idle allocations
+read ``PodHour`` because they are about individual pods.
+
+Access control is one argument, ``visible_teams``: the set from
+``apps.accounts.selectors.visible_team_names`` (None means every team). Every read filters by it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
+
+from apps.inventory.models import Cluster
+from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour
+from apps.usage.signals import DEFAULT_SIGNAL, SIGNALS
+
+# group_by keys, in the order the API documents them.
+GROUP_KEYS: tuple[str, ...] = ("team", "namespace", "cluster", "node_group", "gpu_model", "day", "hour")
+# The figures of every usage row, in CSV column order.
+USAGE_FIELDS: tuple[str, ...] = (
+    "allocated_gpu_hours",
+    "working_gpu_hours",
+    "idle_gpu_hours",
+    "unmeasured_gpu_hours",
+    "cost",
+    "idle_cost",
+)
+CAPACITY_FIELDS: tuple[str, ...] = (
+    "capacity_gpu_hours",
+    "unallocated_gpu_hours",
+    "unavailable_gpu_hours",
+    "unallocated_cost",
+)
+# Output precision: a millionth of a GPU-hour or of a dollar. Sums are taken before rounding.
+DECIMALS = 6
+# IN-list size for pod lookups (SQLite allows 999 parameters per statement).
+CHUNK = 500
+
+
+def _round(value: float | None) -> float:
+    return round(float(value or 0.0), DECIMALS)
+
+
+def coverage(allocated: float, unmeasured: float) -> float | None:
+    """Attribution coverage: the measured share of allocated GPU-hours; None when nothing was allocated."""
+    if allocated <= 0:
+        return None
+    return round(max(0.0, min(1.0, 1.0 - unmeasured / allocated)), DECIMALS)
+
+
+def is_whole_day_range(start: datetime, end: datetime) -> bool:
+    """True when both ends are midnight UTC, so the day rollups answer exactly."""
+    return all(t.astimezone(UTC).time() == time(0) for t in (start, end))
+
+
+def _team_filter(visible_teams: set[str] | None, team: str | None) -> Q:
+    """The team part of every usage filter: what the caller may see, narrowed by ``?team=``."""
+    q = Q()
+    if visible_teams is not None:
+        q &= Q(team__in=sorted(visible_teams))
+    if team is not None:
+        q &= Q(team=team)
+    return q
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """What ``/api/v1/usage/`` answers, before rendering."""
+
+    start: datetime
+    end: datetime
+    group_by: list[str]
+    signal: str
+    results: list[dict[str, Any]]
+    totals: dict[str, float]
+    capacity: dict[str, float] | None
+    provisional: bool
+    coverage: float | None
+    source: str  # "day" or "hour": which rollup answered
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "start": self.start,
+            "end": self.end,
+            "group_by": self.group_by,
+            "signal": self.signal,
+            "currency": "USD",
+            "provisional": self.provisional,
+            "coverage": self.coverage,
+            "results": self.results,
+            "totals": self.totals,
+        }
+        if self.capacity is not None:
+            data["capacity"] = self.capacity
+        return data
+
+
+def usage_report(
+    *,
+    start: datetime,
+    end: datetime,
+    group_by: list[str],
+    signal: str = DEFAULT_SIGNAL,
+    visible_teams: set[str] | None,
+    cluster: str | None = None,
+    team: str | None = None,
+) -> UsageReport:
+    """Allocated, working, idle, unmeasured GPU-hours and cost over ``[start, end)``, grouped.
+
+    ``capacity`` (fleet or ``cluster`` capacity, not narrowed by ``team``) is computed only when
+    ``visible_teams`` is None: only callers who see every team see the unallocated remainder.
+    """
+    if signal not in SIGNALS:
+        raise ValueError(f"unknown signal {signal!r}")
+    unknown = set(group_by) - set(GROUP_KEYS)
+    if unknown:
+        raise ValueError(f"unknown group_by keys {sorted(unknown)}")
+
+    by_day = is_whole_day_range(start, end) and "hour" not in group_by
+    if by_day:
+        qs: QuerySet = UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date())
+    else:
+        qs = UsageHour.objects.filter(hour__gte=start, hour__lt=end)
+    qs = qs.filter(_team_filter(visible_teams, team))
+    if cluster is not None:
+        qs = qs.filter(cluster__name=cluster)
+
+    columns: list[str] = []
+    for key in group_by:
+        if key == "cluster":
+            columns.append("cluster_id")
+        elif key == "day" and not by_day:
+            qs = qs.annotate(day_utc=TruncDate("hour", tzinfo=UTC))
+            columns.append("day_utc")
+        else:
+            columns.append(key)
+
+    rows = (
+        qs.values(*columns)
+        .annotate(
+            _allocated=Sum("allocated_gpu_hours"),
+            _working=Sum(f"working_{signal}"),
+            _idle=Sum(f"idle_{signal}"),
+            _unmeasured=Sum(f"unmeasured_{signal}"),
+            _cost=Sum("cost"),
+            _idle_cost=Sum(f"idle_cost_{signal}"),
+        )
+        .order_by(*columns)
+    )
+    cluster_names = dict(Cluster.objects.values_list("id", "name")) if "cluster" in group_by else {}
+
+    results: list[dict[str, Any]] = []
+    sums = dict.fromkeys(USAGE_FIELDS, 0.0)
+    partials: dict[str, list[float]] = {name: [] for name in USAGE_FIELDS}
+    for row in rows:
+        out: dict[str, Any] = {}
+        for key, column in zip(group_by, columns, strict=True):
+            value = row[column]
+            if key == "cluster":
+                value = cluster_names.get(value, str(value))
+            elif key == "day":
+                value = value.isoformat() if isinstance(value, date) else str(value)
+            elif key == "hour":
+                value = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            out[key] = value
+        figures = {
+            "allocated_gpu_hours": row["_allocated"] or 0.0,
+            "working_gpu_hours": row["_working"] or 0.0,
+            "idle_gpu_hours": row["_idle"] or 0.0,
+            "unmeasured_gpu_hours": row["_unmeasured"] or 0.0,
+            "cost": row["_cost"] or 0.0,
+            "idle_cost": row["_idle_cost"] or 0.0,
+        }
+        for name, value in figures.items():
+            partials[name].append(value)
+            out[name] = _round(value)
+        out["coverage"] = coverage(figures["allocated_gpu_hours"], figures["unmeasured_gpu_hours"])
+        results.append(out)
+    for name in USAGE_FIELDS:
+        sums[name] = math.fsum(partials[name])
+    totals = {name: _round(value) for name, value in sums.items()}
+
+    capacity = None
+    if visible_teams is None:
+        capacity = capacity_totals(start=start, end=end, cluster=cluster, by_day=by_day)
+
+    return UsageReport(
+        start=start,
+        end=end,
+        group_by=list(group_by),
+        signal=signal,
+        results=results,
+        totals=totals,
+        capacity=capacity,
+        provisional=has_provisional_buckets(start=start, end=end, cluster=cluster),
+        coverage=coverage(sums["allocated_gpu_hours"], sums["unmeasured_gpu_hours"]),
+        source="day" if by_day else "hour",
+    )
+
+
+def capacity_totals(*, start: datetime, end: datetime, cluster: str | None = None, by_day: bool | None = None) -> dict:
+    """Capacity, unallocated and unavailable GPU-hours and unallocated cost over ``[start, end)``."""
+    if by_day is None:
+        by_day = is_whole_day_range(start, end)
+    if by_day:
+        qs: QuerySet = CapacityDay.objects.filter(day__gte=start.date(), day__lt=end.date())
+    else:
+        qs = CapacityHour.objects.filter(hour__gte=start, hour__lt=end)
+    if cluster is not None:
+        qs = qs.filter(cluster__name=cluster)
+    sums = qs.aggregate(**{name: Sum(name) for name in CAPACITY_FIELDS})
+    return {name: _round(sums[name]) for name in CAPACITY_FIELDS}
+
+
+def has_provisional_buckets(*, start: datetime, end: datetime, cluster: str | None = None) -> bool:
+    """True when any bucket in ``[start, end)`` is still provisional (its numbers may change)."""
+    qs = Bucket.objects.filter(hour__gte=start, hour__lt=end, state=Bucket.State.PROVISIONAL)
+    if cluster is not None:
+        qs = qs.filter(cluster__name=cluster)
+    return qs.exists()
+
+
+# ---- Idle allocations (ledger.md, "Idle allocations") ----
+
+
+def latest_buckets(cluster: str | None = None) -> dict[int, datetime]:
+    """The latest collected hour per cluster id: the newest successful bucket or ledger row."""
+    buckets = Bucket.objects.filter(status=Bucket.Status.OK)
+    pods = PodHour.objects.all()
+    if cluster is not None:
+        buckets = buckets.filter(cluster__name=cluster)
+        pods = pods.filter(cluster__name=cluster)
+    latest: dict[int, datetime] = {}
+    for source in (buckets, pods):
+        for cluster_id, hour in (
+            source.values("cluster_id").annotate(latest=Max("hour")).values_list("cluster_id", "latest")
+        ):
+            if cluster_id not in latest or hour > latest[cluster_id]:
+                latest[cluster_id] = hour
+    return latest
+
+
+def _activity(working: float, idle: float) -> float | None:
+    """Measured activity of a pod-hour: working / (working + idle); None when nothing was measured."""
+    measured = working + idle
+    if measured <= 0:
+        return None
+    return working / measured
+
+
+def idle_allocation_list(
+    *,
+    visible_teams: set[str] | None,
+    cluster: str | None = None,
+    team: str | None = None,
+    signal: str = DEFAULT_SIGNAL,
+) -> list[dict[str, Any]]:
+    """Pods holding GPUs that have done (almost) nothing for a while, as of each cluster's latest bucket.
+
+    A pod qualifies when it is in its cluster's latest collected bucket and its measured activity
+    (``working / (working + idle)``) was below ``GPUFINOPS_IDLE_THRESHOLD`` in each of at least
+    ``GPUFINOPS_IDLE_MIN_HOURS`` consecutive hourly buckets ending with that latest one. An hour
+    with no measurement at all (fully unmeasured) breaks the streak: unmeasured is never taken
+    for idle. Sorted by idle GPU-hours, largest first.
+    """
+    threshold = settings.GPUFINOPS_IDLE_THRESHOLD
+    min_hours = settings.GPUFINOPS_IDLE_MIN_HOURS
+    working_col, idle_col = f"working_{signal}", f"idle_{signal}"
+    idle_cost_col = f"idle_cost_{signal}"
+    team_q = _team_filter(visible_teams, team)
+    names = dict(Cluster.objects.values_list("id", "name"))
+
+    found: list[dict[str, Any]] = []
+    for cluster_id, latest in sorted(latest_buckets(cluster).items()):
+        # Candidates: pods in the latest bucket that were idle in it (the cheap, indexed filter).
+        current = list(
+            PodHour.objects.filter(team_q, cluster_id=cluster_id, hour=latest).values(
+                "pod_uid", "namespace", "pod", "team", "node", "node_group", "gpu_model", "gpus", working_col, idle_col
+            )
+        )
+        candidates = {}
+        for row in current:
+            activity = _activity(row[working_col], row[idle_col])
+            if activity is not None and activity < threshold:
+                candidates[row["pod_uid"]] = row
+        if not candidates:
+            continue
+        # Per pod, per hour (newest first): working, idle, allocated, cost, idle cost.
+        history: dict[str, dict[datetime, list[float]]] = defaultdict(dict)
+        uids = sorted(candidates)
+        for i in range(0, len(uids), CHUNK):
+            for uid, hour, *figures in (
+                PodHour.objects.filter(cluster_id=cluster_id, pod_uid__in=uids[i : i + CHUNK], hour__lte=latest)
+                .order_by("pod_uid", "-hour")
+                .values_list("pod_uid", "hour", working_col, idle_col, "allocated_gpu_hours", "cost", idle_cost_col)
+            ):
+                sums = history[uid].setdefault(hour, [0.0] * 5)
+                for k, value in enumerate(figures):
+                    sums[k] += value or 0.0
+        for uid, row in candidates.items():
+            streak = _idle_streak([(hour, *f) for hour, f in history[uid].items()], latest, threshold)
+            if len(streak) < min_hours:
+                continue
+            idle_since = streak[-1][0]
+            working = math.fsum(h[1] for h in streak)
+            idle = math.fsum(h[2] for h in streak)
+            found.append(
+                {
+                    "cluster": names.get(cluster_id, str(cluster_id)),
+                    "team": row["team"],
+                    "namespace": row["namespace"],
+                    "pod": row["pod"],
+                    "node": row["node"],
+                    "node_group": row["node_group"],
+                    "gpu_model": row["gpu_model"],
+                    "gpus": _round(row["gpus"]),
+                    "idle_since": idle_since,
+                    "last_bucket": latest,
+                    "idle_hours": len(streak),
+                    "activity": _round(_activity(working, idle) or 0.0),
+                    "allocated_gpu_hours": _round(math.fsum(h[3] for h in streak)),
+                    "idle_gpu_hours": _round(idle),
+                    "cost": _round(math.fsum(h[4] for h in streak)),
+                    "idle_cost": _round(math.fsum(h[5] for h in streak)),
+                }
+            )
+    found.sort(key=lambda r: (-r["idle_gpu_hours"], r["cluster"], r["namespace"], r["pod"]))
+    return found
+
+
+def _idle_streak(history: list[tuple], latest: datetime, threshold: float) -> list[tuple]:
+    """The newest run of consecutive idle hours ending at ``latest`` (rows newest first)."""
+    streak: list[tuple] = []
+    expected = latest
+    for rec in history:
+        hour, working, idle = rec[0], rec[1], rec[2]
+        if hour != expected:
+            break
+        activity = _activity(working, idle)
+        if activity is None or activity >= threshold:
+            break
+        streak.append(rec)
+        expected = hour - timedelta(hours=1)
+    return streak
