@@ -292,11 +292,11 @@ def collect_bucket(
         source.warnings.clear()
         report.written.append(hour)
     except (PrometheusError, ledger_write.LeaseLost) as exc:
-        ledger_write.mark_failed(cluster, hour, owner, str(exc))
+        ledger_write.mark_failed(cluster, hour, owner, str(exc), now=now)
         report.failed[hour] = str(exc)
     except Exception as exc:
         log.exception("bucket %s %s crashed", cluster.name, hour)
-        ledger_write.mark_failed(cluster, hour, owner, f"{type(exc).__name__}: {exc}")
+        ledger_write.mark_failed(cluster, hour, owner, f"{type(exc).__name__}: {exc}", now=now)
         report.failed[hour] = f"{type(exc).__name__}: {exc}"
 
 
@@ -342,7 +342,7 @@ def collect_cluster(
     except KubernetesError as exc:
         for h in hours:
             Bucket.objects.get_or_create(cluster=cluster, hour=h)
-            ledger_write.mark_failed(cluster, h, owner, str(exc))
+            ledger_write.mark_failed(cluster, h, owner, str(exc), now=now)
             report.failed[h] = str(exc)
         return report
     record_observations(cluster, snap)
@@ -353,7 +353,7 @@ def collect_cluster(
     except PrometheusError as exc:
         for h in hours:
             Bucket.objects.get_or_create(cluster=cluster, hour=h)
-            ledger_write.mark_failed(cluster, h, owner, str(exc), status=Bucket.Status.SOURCE_MISSING)
+            ledger_write.mark_failed(cluster, h, owner, str(exc), status=Bucket.Status.SOURCE_MISSING, now=now)
             report.failed[h] = str(exc)
         return report
     for i, h in enumerate(hours, 1):

@@ -69,14 +69,16 @@ def release_bucket(cluster: Cluster, hour: datetime, owner: str) -> None:
     Bucket.objects.filter(cluster=cluster, hour=hour, lease_owner=owner).update(lease_owner="", lease_expires=None)
 
 
-def mark_failed(cluster: Cluster, hour: datetime, owner: str, error: str, *, status: str = "failed") -> None:
+def mark_failed(
+    cluster: Cluster, hour: datetime, owner: str, error: str, *, status: str = "failed", now: datetime | None = None
+) -> None:
     """Record the failure and when to try again (exponential backoff, capped)."""
     bucket = Bucket.objects.get(cluster=cluster, hour=hour)
     backoff = min(60 * 2 ** max(bucket.attempts - 1, 0), settings.GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS)
     Bucket.objects.filter(pk=bucket.pk).update(
         status=status,
         last_error=error[:2000],
-        next_attempt_at=timezone.now() + timedelta(seconds=backoff),
+        next_attempt_at=(now or timezone.now()) + timedelta(seconds=backoff),
         lease_owner="",
         lease_expires=None,
     )

@@ -1,0 +1,83 @@
+"""A simulated cluster behind the real protocols: the simulator's Kubernetes API over HTTP and a real
+Prometheus backfilled from its OpenMetrics export. Shared by the collection tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from apps.inventory.models import Cluster
+from tests.harness.prometheus import PrometheusServer, start_prometheus
+from tests.harness.services import require_binary
+
+WINDOW_HOURS = 24
+# One end for every world of the session, so worlds built minutes apart describe the same hours.
+END = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+STEP_SECONDS = 60
+
+
+@dataclass
+class SimWorld:
+    scenario: object
+    end: datetime
+    start: datetime
+    prometheus: PrometheusServer
+    server: object
+    kubeconfig: Path
+
+    @property
+    def hours(self) -> list[datetime]:
+        return [self.start + timedelta(hours=i) for i in range(WINDOW_HOURS)]
+
+
+def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *extra: str) -> None:
+    call_command(
+        "simulate", "export-openmetrics", "--scenario", scenario_name, "--since", since.isoformat(),
+        "--until", until.isoformat(), "--step", str(STEP_SECONDS), "--out", str(out), *extra,
+    )
+
+
+def _world(tmp: Path, *extra: str) -> Iterator[SimWorld]:
+    from apps.simulator.k8s_api import start_server
+
+    from apps.simulator.scenario import build_scenario
+
+    require_binary("promtool")
+    require_binary("prometheus")
+    end = END
+    start = end - timedelta(hours=WINDOW_HOURS)
+    scenario = build_scenario("demo", seed=0, end=end, days=2)
+    path = tmp / "history.om"
+    _export("demo", start - timedelta(hours=1), end, path, *extra)
+    prom = start_prometheus(path)
+    server = start_server(scenario, host="127.0.0.1", port=0)
+    server.set_time(end)
+    kubeconfig = tmp / "kubeconfig"
+    server.write_kubeconfig(str(kubeconfig))
+    try:
+        yield SimWorld(scenario, end, start, prom, server, kubeconfig)
+    finally:
+        server.stop()
+        prom.close()
+
+
+@pytest.fixture(scope="session")
+def sim_world(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
+    yield from _world(tmp_path_factory.mktemp("sim"))
+
+
+@pytest.fixture(scope="session")
+def sim_world_exported(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
+    """The same cluster scraped through Prometheus Operator (exported_pod, lowercase hostname)."""
+    yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname")
+
+
+def make_cluster(world: SimWorld, name: str = "sim-demo", **kwargs) -> Cluster:  # type: ignore[no-untyped-def]
+    return Cluster.objects.create(
+        name=name, prometheus_url=world.prometheus.url, kubeconfig_path=str(world.kubeconfig), **kwargs
+    )
