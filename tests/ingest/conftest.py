@@ -19,6 +19,7 @@ WINDOW_HOURS = 24
 # One end for every world of the session, so worlds built minutes apart describe the same hours.
 END = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 STEP_SECONDS = 60
+DAYS = 2
 
 
 @dataclass
@@ -36,9 +37,11 @@ class SimWorld:
 
 
 def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *extra: str) -> None:
+    # --end/--days must match build_scenario below: the scenario is generated from them.
     call_command(
         "simulate", "export-openmetrics", "--scenario", scenario_name, "--since", since.isoformat(),
-        "--until", until.isoformat(), "--step", str(STEP_SECONDS), "--out", str(out), *extra,
+        "--until", until.isoformat(), "--end", until.isoformat(), "--days", str(DAYS),
+        "--step", str(STEP_SECONDS), "--out", str(out), *extra,
     )
 
 
@@ -51,7 +54,7 @@ def _world(tmp: Path, *extra: str) -> Iterator[SimWorld]:
     require_binary("prometheus")
     end = END
     start = end - timedelta(hours=WINDOW_HOURS)
-    scenario = build_scenario("demo", seed=0, end=end, days=2)
+    scenario = build_scenario("demo", seed=0, end=end, days=DAYS)
     path = tmp / "history.om"
     _export("demo", start - timedelta(hours=1), end, path, *extra)
     prom = start_prometheus(path)

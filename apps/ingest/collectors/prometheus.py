@@ -77,6 +77,17 @@ def ksm_label(key: str) -> str:
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
+def window(start: datetime, end: datetime) -> tuple[str, datetime]:
+    """Range and evaluation time covering the samples of [start, end) exactly once.
+
+    Prometheus 2.x ranges include both ends, so a bucket evaluated at its end would also read the
+    first sample of the next bucket; evaluating 1 ms earlier over the same length reads
+    [start, end - 1 ms] on 2.x and (start - 1 ms, end - 1 ms] on 3.x: the same samples.
+    """
+    ms = max(int((end - start).total_seconds() * 1000), 1)
+    return f"{ms}ms", end - timedelta(milliseconds=1)
+
+
 def _ts(v: float) -> datetime:
     return datetime.fromtimestamp(v, tz=UTC)
 
@@ -131,7 +142,7 @@ class PrometheusSource:
     # ---- DCGM activity ----
     def _signal_series(self, signal: str, start: datetime, end: datetime) -> dict[tuple, float]:
         metric = self.metrics[signal]
-        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        rng, at = window(start, end)
         # Prometheus Operator with honorLabels=false renames the exporter's pod labels to exported_*.
         q = (
             f'avg_over_time({metric}{{exported_pod!=""}}[{rng}]) or '
@@ -139,7 +150,7 @@ class PrometheusSource:
         )
         scale = SIGNAL_SCALE.get(signal, 1.0)
         out: dict[tuple, float] = {}
-        for r in self.query(q, end):
+        for r in self.query(q, at):
             m = r["metric"]
             pod = m.get("exported_pod") or m.get("pod") or ""
             ns = m.get("exported_namespace") or m.get("namespace") or ""
@@ -175,24 +186,24 @@ class PrometheusSource:
         return facts
 
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
-        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        rng, at = window(start, end)
         metrics = "|".join(re.escape(self.metrics[s]) for s in SIGNALS)
-        return bool(self.query(f'count(count_over_time({{__name__=~"{metrics}"}}[{rng}]))', end))
+        return bool(self.query(f'count(count_over_time({{__name__=~"{metrics}"}}[{rng}]))', at))
 
     # ---- kube-state-metrics history ----
     def ksm_pods(self, start: datetime, end: datetime) -> list[KsmPod]:
-        rng = f"{max(int((end - start).total_seconds()), 1)}s"
-        starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", end)
+        rng, at = window(start, end)
+        starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", at)
         if not starts:
             return []
         done: dict[str, float] = {}
-        for r in self.query(f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", end):
+        for r in self.query(f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", at):
             v = _value(r)
             if v:
                 done[r["metric"].get("uid", "")] = v
         seen: dict[str, float] = {}
         q = f"max by (uid) (max_over_time(timestamp(kube_pod_start_time)[{rng}:{KSM_STEP_SECONDS}s]))"
-        for r in self.query(q, end):
+        for r in self.query(q, at):
             v = _value(r)
             if v:
                 seen[r["metric"].get("uid", "")] = v
@@ -203,7 +214,7 @@ class PrometheusSource:
             ("kube_pod_container_resource_requests", app),
             ("kube_pod_init_container_resource_requests", init),
         ):
-            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', end):
+            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at):
                 m, v = r["metric"], _value(r)
                 res = ksm_resource(m.get("resource", ""))
                 if v is None or res is None:
@@ -213,9 +224,9 @@ class PrometheusSource:
                 if m.get("node"):
                     nodes[uid] = m["node"]
         labels: dict[str, dict[str, str]] = {}
-        for r in self.query(f"max_over_time(kube_pod_labels[{rng}])", end):
+        for r in self.query(f"max_over_time(kube_pod_labels[{rng}])", at):
             labels[r["metric"].get("uid", "")] = {k: v for k, v in r["metric"].items() if k.startswith("label_")}
-        for r in self.query(f"max_over_time(kube_pod_info[{rng}])", end):
+        for r in self.query(f"max_over_time(kube_pod_info[{rng}])", at):
             m = r["metric"]
             if m.get("node") and m.get("uid"):
                 nodes.setdefault(m["uid"], m["node"])
@@ -242,35 +253,35 @@ class PrometheusSource:
         return pods
 
     def ksm_namespace_labels(self, start: datetime, end: datetime) -> dict[str, dict[str, str]]:
-        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        rng, at = window(start, end)
         out: dict[str, dict[str, str]] = {}
-        for r in self.query(f"max_over_time(kube_namespace_labels[{rng}])", end):
+        for r in self.query(f"max_over_time(kube_namespace_labels[{rng}])", at):
             m = r["metric"]
             out[m.get("namespace", "")] = {k: v for k, v in m.items() if k.startswith("label_")}
         return out
 
     def ksm_nodes(self, start: datetime, end: datetime) -> list[KsmNode]:
-        rng = f"{max(int((end - start).total_seconds()), 1)}s"
+        rng, at = window(start, end)
         labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(
-            f"max_over_time(kube_node_labels[{rng}])", end)}
+            f"max_over_time(kube_node_labels[{rng}])", at)}
         if not labels:
             return []
         alloc: dict[str, dict[str, float]] = {}
         cap: dict[str, dict[str, float]] = {}
         for metric, target in (("kube_node_status_allocatable", alloc), ("kube_node_status_capacity", cap)):
-            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', end):
+            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at):
                 res, v = ksm_resource(r["metric"].get("resource", "")), _value(r)
                 if res and v is not None:
                     target.setdefault(r["metric"].get("node", ""), {})[res] = v
         cordoned = {r["metric"].get("node", "") for r in self.query(
-            f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", end)}
+            f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", at)}
         not_ready = {r["metric"].get("node", "") for r in self.query(
-            f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', end)}
+            f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', at)}
         first: dict[str, float] = {}
         last: dict[str, float] = {}
         for fn, target in (("min", first), ("max", last)):
             q = f"{fn}_over_time(timestamp(kube_node_labels)[{rng}:{KSM_STEP_SECONDS}s])"
-            for r in self.query(q, end):
+            for r in self.query(q, at):
                 v = _value(r)
                 if v:
                     target[r["metric"].get("node", "")] = v
