@@ -24,4 +24,14 @@ app.conf.beat_schedule = {
         "task": "apps.ingest.tasks.collect_all_clusters_task",
         "schedule": crontab(minute="*/5"),
     },
+    # Hourly at :20: thin capacity snapshots older than 7 days to one per hour. Twin: `manage.py prune_capacity`.
+    "prune-capacity-history": {
+        "task": "apps.capacity.tasks.prune_capacity_history_task",
+        "schedule": crontab(minute=20),
+    },
+    # Hourly at :25: the same for Kueue snapshots. Twin: `manage.py prune_queues`.
+    "prune-queue-history": {
+        "task": "apps.queues.tasks.prune_queue_history_task",
+        "schedule": crontab(minute=25),
+    },
 }

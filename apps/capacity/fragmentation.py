@@ -8,8 +8,11 @@ units free on node n:
 * `placeable[s]` = Σ floor(free_n / s): how many pods of s units fit at once;
 * `stranded_gpus[s]` = Σ (free_n mod s): free units no pod of s units could use.
 
-A node group is reported once per NVIDIA resource its nodes advertise, in that resource's unit:
-whole GPUs, time-sliced/MPS replicas, or instances of one MIG profile.
+One row per node group. Its `allocatable_gpus`, `allocated_gpus` and `free_gpus` are physical-GPU
+equivalents (a whole GPU 1, a MIG instance N/7, a time-sliced replica 1/R, as the ledger shares
+them); its block numbers count whole `nvidia.com/gpu` devices, the only unit a multi-GPU pod can
+combine. Each row also carries `units`: the same numbers per device resource in that resource's
+own unit (whole GPUs, time-sliced/MPS replicas, or instances of one MIG profile).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apps.capacity.constants import (
     LABEL_COUNT,
@@ -54,6 +57,8 @@ class NodeSlots:
     allocated: int
     schedulable: bool
     zero_allocatable: bool
+    share: float = 1.0  # physical-GPU equivalent of one unit
+    labels: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def free(self) -> int:
@@ -64,24 +69,52 @@ class NodeSlots:
 
 
 @dataclass(frozen=True)
-class GroupFragmentation:
-    """The fragmentation numbers of one node group and resource (interfaces.md, /api/v1/fragmentation/)."""
+class UnitFragmentation:
+    """The numbers of one device resource of a node group, in that resource's unit."""
 
-    node_group: str
-    gpu_model: str
     resource: str
     unit: str
     nodes: int
+    allocatable: int
+    allocated: int
+    free: int
+    largest_free_block: int
+    placeable: dict[str, int]
+    stranded: dict[str, int]
+
+    def as_dict(self) -> dict:
+        """JSON-ready, as stored and served."""
+        return {
+            "resource": self.resource,
+            "unit": self.unit,
+            "nodes": self.nodes,
+            "allocatable": self.allocatable,
+            "allocated": self.allocated,
+            "free": self.free,
+            "largest_free_block": self.largest_free_block,
+            "placeable": self.placeable,
+            "stranded": self.stranded,
+        }
+
+
+@dataclass(frozen=True)
+class GroupFragmentation:
+    """The fragmentation numbers of one node group (interfaces.md, /api/v1/fragmentation/)."""
+
+    node_group: str
+    gpu_model: str
+    nodes: int
     physical_gpus: int
-    allocatable_gpus: int
-    allocated_gpus: int
-    free_gpus: int
+    allocatable_gpus: float
+    allocated_gpus: float
+    free_gpus: float
     largest_free_block: int
     placeable: dict[str, int]
     stranded_gpus: dict[str, int]
     zero_allocatable_nodes: tuple[str, ...]
     unschedulable_nodes: tuple[str, ...]
-    free_per_node: tuple[int, ...]  # free units of each schedulable node, largest first
+    free_per_node: tuple[int, ...]  # free whole GPUs of each schedulable node, largest first
+    units: tuple[UnitFragmentation, ...]
 
 
 # ---- The three numbers ----
@@ -125,10 +158,8 @@ def node_group_of(labels: dict[str, str], group_labels: Sequence[str]) -> str:
 
 
 def gpu_model_of(labels: dict[str, str]) -> str:
-    """The parent GPU model: GFD's product without the MIG-single and shared suffixes."""
-    product = labels.get(LABEL_PRODUCT, "")
-    product = product.removesuffix("-SHARED")
-    return product.split("-MIG-")[0]
+    """GFD's `nvidia.com/gpu.product`, as the ledger and the price card name models."""
+    return labels.get(LABEL_PRODUCT, "")
 
 
 def is_device_resource(resource: str) -> bool:
@@ -159,9 +190,7 @@ def physical_gpus_of(node: NodeInfo) -> int:
     whole = to_count(capacity.get(NVIDIA_GPU)) + to_count(capacity.get(NVIDIA_GPU_SHARED))
     if unit_of(NVIDIA_GPU, node.labels) == UNIT_REPLICA or NVIDIA_GPU_SHARED in capacity:
         whole = math.ceil(whole / replicas)
-    slices = sum(
-        to_count(v) * _mig_slices(k) for k, v in capacity.items() if k.startswith(NVIDIA_MIG_PREFIX)
-    )
+    slices = sum(to_count(v) * _mig_slices(k) for k, v in capacity.items() if k.startswith(NVIDIA_MIG_PREFIX))
     return whole + math.ceil(slices / DEFAULT_COMPUTE_SLICES)
 
 
@@ -170,6 +199,21 @@ def _mig_slices(resource: str) -> int:
     profile = resource.removeprefix(NVIDIA_MIG_PREFIX)
     head = profile.split("g.", 1)[0]
     return int(head) if head.isdigit() else 1
+
+
+def compute_slices(model: str) -> int:
+    """MIG compute slices of a whole GPU of this model (ledger.md: 4 on A30, else 7)."""
+    return 4 if "A30" in model.upper() else DEFAULT_COMPUTE_SLICES
+
+
+def share_of(resource: str, unit: str, labels: dict[str, str]) -> float:
+    """Physical-GPU equivalent of one unit of `resource` on a node (ledger.md, "Allocation")."""
+    if unit.startswith(UNIT_MIG_PREFIX):
+        profile = unit.removeprefix(UNIT_MIG_PREFIX)
+        return _mig_slices(NVIDIA_MIG_PREFIX + profile) / compute_slices(gpu_model_of(labels))
+    if unit == UNIT_REPLICA:
+        return 1.0 / max(1, to_count(labels.get(LABEL_REPLICAS)))
+    return 1.0
 
 
 def effective_request(containers: Iterable[ContainerRequest]) -> dict[str, int]:
@@ -194,13 +238,12 @@ def holds_devices(pod: PodInfo) -> bool:
     return bool(pod.node) and pod.phase not in TERMINAL_PHASES
 
 
-def node_slots(
-    nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]
-) -> list[NodeSlots]:
+def node_slots(nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]) -> list[NodeSlots]:
     """Each GPU node's allocatable, allocated and schedulability per device resource.
 
-    A GPU node that advertises no device resource at all (device plugin not registered) gets one
-    row for `nvidia.com/gpu` with zero allocatable, so it is still counted and named.
+    A node is reported for each device resource it advertises a non-zero capacity or allocatable
+    of. A GPU node that advertises none (device plugin not registered) gets one row for its first
+    listed resource, else `nvidia.com/gpu`, with zero allocatable, so it is still counted and named.
     """
     allocated: dict[tuple[str, str], int] = defaultdict(int)
     for pod in pods:
@@ -209,25 +252,33 @@ def node_slots(
                 allocated[(pod.node, resource)] += amount
     slots: list[NodeSlots] = []
     for node in nodes:
-        resources = sorted(r for r in {*node.capacity, *node.allocatable} if is_device_resource(r))
+        listed = sorted(r for r in {*node.capacity, *node.allocatable} if is_device_resource(r))
+        resources = [r for r in listed if to_count(node.capacity.get(r)) or to_count(node.allocatable.get(r))]
         if not resources:
-            resources = [NVIDIA_GPU]
+            resources = [NVIDIA_GPU if NVIDIA_GPU in listed or not listed else listed[0]]
         zero = sum(to_count(node.allocatable.get(r)) for r in resources) == 0
-        group, model, physical = node_group_of(node.labels, group_labels), gpu_model_of(node.labels), physical_gpus_of(node)
+        group, model, physical = (
+            node_group_of(node.labels, group_labels),
+            gpu_model_of(node.labels),
+            physical_gpus_of(node),
+        )
         for resource in resources:
             alloc = to_count(node.allocatable.get(resource))
+            unit = unit_of(resource, node.labels)
             slots.append(
                 NodeSlots(
                     node=node.name,
                     node_group=group,
                     gpu_model=model,
                     resource=resource,
-                    unit=unit_of(resource, node.labels),
+                    unit=unit,
                     physical_gpus=physical,
                     allocatable=alloc,
                     allocated=allocated[(node.name, resource)],
                     schedulable=node.ready and not node.unschedulable and alloc > 0,
                     zero_allocatable=zero,
+                    share=share_of(resource, unit, node.labels),
+                    labels=node.labels,
                 )
             )
     return slots
@@ -237,39 +288,70 @@ def node_slots(
 
 
 def group_fragmentation(slots: Iterable[NodeSlots], shapes: Sequence[int] = SHAPES) -> list[GroupFragmentation]:
-    """Sums node slots into one row per (node group, resource), sorted by both."""
-    groups: dict[tuple[str, str], list[NodeSlots]] = defaultdict(list)
+    """Sums node slots into one row per node group, sorted by name."""
+    groups: dict[str, list[NodeSlots]] = defaultdict(list)
     for slot in slots:
-        groups[(slot.node_group, slot.resource)].append(slot)
+        groups[slot.node_group].append(slot)
     return [_one_group(members, shapes) for _, members in sorted(groups.items())]
 
 
 def _one_group(members: list[NodeSlots], shapes: Sequence[int]) -> GroupFragmentation:
-    free = sorted((m.free for m in members if m.schedulable), reverse=True)
-    models = Counter(m.gpu_model for m in members if m.gpu_model)
-    units = Counter(m.unit for m in members)
-    first = members[0]
+    """1. Count each node once. 2. Sum equivalents. 3. Block numbers over whole GPUs. 4. Per-unit rows."""
+    nodes = {m.node: m for m in members}
+    models: Counter[str] = Counter()
+    for m in nodes.values():
+        models[m.gpu_model] += m.physical_gpus
+    whole = sorted((m.free for m in members if m.resource == NVIDIA_GPU and m.unit == UNIT_GPU and m.schedulable),
+                   reverse=True)  # fmt: skip
+    units: dict[tuple[str, str], list[NodeSlots]] = defaultdict(list)
+    for m in members:
+        units[(m.resource, m.unit)].append(m)
     return GroupFragmentation(
-        node_group=first.node_group,
+        node_group=members[0].node_group,
         gpu_model=models.most_common(1)[0][0] if models else "",
-        resource=first.resource,
-        unit=units.most_common(1)[0][0],
-        nodes=len(members),
-        physical_gpus=sum(m.physical_gpus for m in members),
-        allocatable_gpus=sum(m.allocatable for m in members),
-        allocated_gpus=sum(m.allocated for m in members),
-        free_gpus=sum(free),
+        nodes=len(nodes),
+        physical_gpus=sum(m.physical_gpus for m in nodes.values()),
+        allocatable_gpus=_round(sum(m.allocatable * m.share for m in members)),
+        allocated_gpus=_round(sum(m.allocated * m.share for m in members)),
+        free_gpus=_round(sum(m.free * m.share for m in members)),
+        largest_free_block=largest_free_block(whole),
+        placeable=placeable(whole, shapes),
+        stranded_gpus=stranded(whole, shapes),
+        zero_allocatable_nodes=tuple(sorted(n for n, m in nodes.items() if m.zero_allocatable)),
+        unschedulable_nodes=tuple(
+            sorted(n for n, m in nodes.items() if not m.zero_allocatable and not _node_schedulable(n, members))
+        ),
+        free_per_node=tuple(whole),
+        units=tuple(_one_unit(key, slots, shapes) for key, slots in sorted(units.items())),
+    )
+
+
+def _node_schedulable(node: str, members: list[NodeSlots]) -> bool:
+    return any(m.schedulable for m in members if m.node == node)
+
+
+def _one_unit(key: tuple[str, str], slots: list[NodeSlots], shapes: Sequence[int]) -> UnitFragmentation:
+    free = [m.free for m in slots if m.schedulable]
+    return UnitFragmentation(
+        resource=key[0],
+        unit=key[1],
+        nodes=len({m.node for m in slots}),
+        allocatable=sum(m.allocatable for m in slots),
+        allocated=sum(m.allocated for m in slots),
+        free=sum(free),
         largest_free_block=largest_free_block(free),
         placeable=placeable(free, shapes),
-        stranded_gpus=stranded(free, shapes),
-        zero_allocatable_nodes=tuple(sorted(m.node for m in members if m.zero_allocatable)),
-        unschedulable_nodes=tuple(sorted(m.node for m in members if not m.schedulable and not m.zero_allocatable)),
-        free_per_node=tuple(free),
+        stranded=stranded(free, shapes),
     )
+
+
+def _round(value: float) -> float:
+    """Equivalents are sums of sevenths and quarters: round off float noise."""
+    return round(value, 9)
 
 
 def cluster_fragmentation(
     nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]
 ) -> list[GroupFragmentation]:
-    """Nodes and pods as collected → fragmentation rows per node group and resource."""
+    """Nodes and pods as collected → one fragmentation row per node group."""
     return group_fragmentation(node_slots(nodes, pods, group_labels))

@@ -26,36 +26,37 @@ class CapacityCollection(models.Model):
 
 
 class NodeGroupSnapshot(models.Model):
-    """Fragmentation of one node group and device resource at one collection (in `unit`s)."""
+    """Fragmentation of one node group at one collection (docs/fragmentation.md).
+
+    GPU amounts are physical-GPU equivalents; the block numbers count whole GPUs; `units` repeats
+    the numbers per device resource in its own unit (MIG instances of a profile, replicas).
+    """
 
     collection = models.ForeignKey(CapacityCollection, on_delete=models.CASCADE, related_name="node_groups")
     cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="+")
     taken_at = models.DateTimeField()
     node_group = models.CharField(max_length=253)
     gpu_model = models.CharField(max_length=200, blank=True)
-    resource = models.CharField(max_length=100)
-    unit = models.CharField(max_length=100)
     nodes = models.PositiveIntegerField()
     physical_gpus = models.PositiveIntegerField()
-    allocatable_gpus = models.PositiveIntegerField()
-    allocated_gpus = models.PositiveIntegerField()
-    free_gpus = models.PositiveIntegerField()
+    allocatable_gpus = models.FloatField()
+    allocated_gpus = models.FloatField()
+    free_gpus = models.FloatField()
     largest_free_block = models.PositiveIntegerField()
     placeable = models.JSONField(default=dict)  # {"1": n, "2": n, "4": n, "8": n}
     stranded_gpus = models.JSONField(default=dict)  # same keys
     zero_allocatable_nodes = models.JSONField(default=list)  # node names
     unschedulable_nodes = models.JSONField(default=list)  # NotReady or cordoned, named
-    free_per_node = models.JSONField(default=list)  # free units of each schedulable node, largest first
+    free_per_node = models.JSONField(default=list)  # free whole GPUs of each schedulable node, largest first
+    units = models.JSONField(default=list)  # [{resource, unit, nodes, allocatable, allocated, free, ...}]
 
     class Meta:
-        ordering = ["cluster", "taken_at", "node_group", "resource"]
-        constraints = [
-            models.UniqueConstraint(fields=["collection", "node_group", "resource"], name="uniq_nodegroup_snapshot")
-        ]
+        ordering = ["cluster", "taken_at", "node_group"]
+        constraints = [models.UniqueConstraint(fields=["collection", "node_group"], name="uniq_nodegroup_snapshot")]
         indexes = [models.Index(fields=["cluster", "taken_at"])]
 
     def __str__(self) -> str:
-        return f"{self.node_group}/{self.resource}@{self.taken_at.isoformat()}"
+        return f"{self.node_group}@{self.taken_at.isoformat()}"
 
 
 class PendingWork(models.Model):

@@ -3,21 +3,23 @@
 Reasons, in the order they are decided:
 
 1. quota: a Kueue workload has no `QuotaReserved=True` condition (Kueue holds it back);
-2. other: a schedulable node already has enough free units for one pod, so GPUs are not what
-   blocks it (node selector, taints, CPU or memory), or Kueue reserved quota but an admission
-   check is still pending;
-3. fragmentation: some node group has enough free units in total, but no single node has
-   enough for one pod;
-4. capacity: no node group has enough free units in total.
+2. other: no node offering the resource matches the pod's node selector; or a schedulable node
+   already has enough free units for one pod, so GPUs are not what blocks it (taints, CPU or
+   memory); or Kueue reserved quota but an admission check is still pending;
+3. fragmentation: some matching node group has enough free units in total, but no single node
+   has enough for one pod;
+4. capacity: no matching node group has enough free units in total (or no node offers the
+   resource at all).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from apps.capacity.constants import KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION, PendingReason
-from apps.capacity.fragmentation import GroupFragmentation, effective_request
+from apps.capacity.fragmentation import NodeSlots, effective_request
 from apps.ingest.collectors.types import PodInfo
 
 
@@ -38,31 +40,45 @@ def main_resource(request: dict[str, int]) -> tuple[str, int]:
     return resource, request[resource]
 
 
-def diagnose_request(request: dict[str, int], groups: Sequence[GroupFragmentation]) -> Diagnosis:
-    """Reason for a pod asking `request` given the current fragmentation rows of its cluster."""
+def selector_matches(labels: dict[str, str], selector: dict[str, str] | None) -> bool:
+    """A node selector (label equality) matches the node's labels."""
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def diagnose_request(
+    request: dict[str, int], slots: Sequence[NodeSlots], selector: dict[str, str] | None = None
+) -> Diagnosis:
+    """Reason for a pod asking `request`, given every node's slots and the pod's node selector.
+
+    Only nodes that offer the pod's device resource and match its node selector are considered;
+    free units count on schedulable nodes only.
+    """
     resource, need = main_resource(request)
-    candidates = [g for g in groups if g.resource == resource]
-    if not candidates:
+    offering = [s for s in slots if s.resource == resource]
+    if not offering:
         return Diagnosis(PendingReason.CAPACITY, resource, need, "", f"no node offers {resource}")
-    fits = [g for g in candidates if g.largest_free_block >= need]
+    matching = [s for s in offering if selector_matches(s.labels, selector)]
+    if not matching:
+        message = f"no node offering {resource} matches the pod's node selector"
+        return Diagnosis(PendingReason.OTHER, resource, need, "", message)
+    free: dict[str, list[int]] = defaultdict(list)
+    for s in matching:
+        free[s.node_group].append(s.free)
+    totals = {group: (sum(f), max(f)) for group, f in free.items()}  # (free in total, largest block)
+    fits = [g for g, (_, largest) in totals.items() if largest >= need]
     if fits:
-        group = max(fits, key=lambda g: (g.largest_free_block, g.node_group))
-        message = (
-            f"{group.node_group} has a node with {group.largest_free_block} free; "
-            "something other than GPUs blocks the pod"
-        )
-        return Diagnosis(PendingReason.OTHER, resource, need, group.node_group, message)
-    enough = [g for g in candidates if g.free_gpus >= need]
+        group = max(fits, key=lambda g: (totals[g][1], g))
+        message = f"a node of {group} has {totals[group][1]} free; something other than GPUs blocks the pod"
+        return Diagnosis(PendingReason.OTHER, resource, need, group, message)
+    enough = [g for g, (total, _) in totals.items() if total >= need]
     if enough:
-        group = max(enough, key=lambda g: (g.free_gpus, g.node_group))
-        message = (
-            f"{group.free_gpus} {group.unit} free in {group.node_group}, "
-            f"but the largest block on one node is {group.largest_free_block} < {need}"
-        )
-        return Diagnosis(PendingReason.FRAGMENTATION, resource, need, group.node_group, message)
-    group = max(candidates, key=lambda g: (g.free_gpus, g.node_group))
-    message = f"needs {need} {group.unit}; at most {group.free_gpus} free in any node group"
-    return Diagnosis(PendingReason.CAPACITY, resource, need, group.node_group, message)
+        group = max(enough, key=lambda g: (totals[g][0], g))
+        total, largest = totals[group]
+        message = f"{total} free in {group}, but the largest block on one node is {largest} < {need}"
+        return Diagnosis(PendingReason.FRAGMENTATION, resource, need, group, message)
+    group = max(totals, key=lambda g: (totals[g][0], g))
+    message = f"needs {need}; at most {totals[group][0]} free in any matching node group"
+    return Diagnosis(PendingReason.CAPACITY, resource, need, group, message)
 
 
 def diagnose_workload(*, quota_reserved: bool, admitted: bool) -> str | None:
@@ -84,6 +100,11 @@ def is_held_by_kueue(pod: PodInfo) -> bool:
     gated = "scheduling gate" in pod.scheduling_message.lower() or "schedulinggated" in pod.scheduling_message.lower()
     managed = KUEUE_WORKLOAD_ANNOTATION in pod.annotations or KUEUE_QUEUE_LABEL in pod.labels
     return gated and managed
+
+
+def node_selector_of(pod: PodInfo) -> dict[str, str]:
+    """The pod's `spec.nodeSelector` when the collector provides it."""
+    return dict(getattr(pod, "node_selector", None) or {})
 
 
 def pending_pods(pods: Iterable[PodInfo]) -> list[tuple[PodInfo, dict[str, int]]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.checks import Error, Tags, register
+from django.core.exceptions import ImproperlyConfigured
 
 from apps.common.constants import DEV_SECRET_KEY, MIN_SECRET_KEY_LENGTH, MISSING_SECRET_PREFIX
 
@@ -33,7 +34,10 @@ def check_production_secret_key(app_configs, **kwargs):  # type: ignore[no-untyp
     """Error when DEBUG is off and SECRET_KEY is unset, the development default, or shorter than 50 characters."""
     if settings.DEBUG:
         return []
-    key = settings.SECRET_KEY or ""
+    try:
+        key = settings.SECRET_KEY or ""
+    except ImproperlyConfigured:  # Django refuses to hand out an empty SECRET_KEY
+        key = ""
     if not key or key.startswith(MISSING_SECRET_PREFIX):
         problem = "SECRET_KEY is not set"
     elif key == DEV_SECRET_KEY:

@@ -115,14 +115,14 @@ def parse_range(
     max_days = settings.GPUFINOPS_API_MAX_RANGE_DAYS if max_days is None else max_days
     start = parse_datetime(params, start_name)
     end = parse_datetime(params, end_name)
+    if whole_hours:
+        for name, value in ((start_name, start), (end_name, end)):
+            if value is not None and (value.minute or value.second or value.microsecond):
+                raise param_error(name, "Must fall on a whole hour (UTC): the ledger is kept in hourly buckets.")
     if end is None:
         end = today_utc(now) if start is None else start + timedelta(days=default_days)
     if start is None:
         start = end - timedelta(days=default_days)
-    if whole_hours:
-        for name, value in ((start_name, start), (end_name, end)):
-            if value.minute or value.second or value.microsecond:
-                raise param_error(name, "Must fall on a whole hour (UTC): the ledger is kept in hourly buckets.")
     if end <= start:
         raise param_error(end_name, f"Must be after {start_name} (ranges are half-open [{start_name}, {end_name})).")
     if end - start > timedelta(days=max_days):

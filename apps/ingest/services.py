@@ -366,19 +366,20 @@ def collect_cluster(
 
 
 def _record_side_snapshots(cluster: Cluster, snap: ClusterSnapshot, api_client: object) -> None:
-    """Capacity and queue snapshots ride on the same observation; their failure never fails the ledger."""
-    try:
-        from apps.capacity import services as capacity
+    """Capacity and queue snapshots ride on the same observation (same time, so pending pods and pending
+    workloads land in one collection); their failure never fails the ledger."""
+    from apps.capacity import services as capacity
+    from apps.queues import services as queues
+    from apps.queues.collectors import KueueError
 
-        if hasattr(capacity, "record_capacity_snapshot"):
-            capacity.record_capacity_snapshot(cluster, snap)
+    try:
+        capacity.record_capacity_snapshot(cluster, snap)
     except Exception:
         log.exception("capacity snapshot failed for %s", cluster.name)
     try:
-        from apps.queues import services as queues
-
-        if hasattr(queues, "record_queue_snapshot"):
-            queues.record_queue_snapshot(cluster, api_client, snap.taken_at)
+        queues.record_queue_snapshot(cluster, api_client, snap.taken_at)
+    except KueueError as exc:
+        log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
     except Exception:
         log.exception("queue snapshot failed for %s", cluster.name)
 

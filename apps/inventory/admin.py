@@ -11,6 +11,8 @@ from apps.inventory.models import Cluster, GpuModel, GpuPrice, NamespaceTeam, No
 class ClusterForm(forms.ModelForm):
     """Keeps the Prometheus credential out of the page: blank leaves the stored value unchanged."""
 
+    prometheus_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+
     prometheus_auth = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
@@ -19,7 +21,10 @@ class ClusterForm(forms.ModelForm):
 
     class Meta:
         model = Cluster
-        fields = "__all__"
+        fields = [
+            "name", "source", "prometheus_url", "prometheus_auth", "prometheus_verify_tls", "kubeconfig_path",
+            "kube_context", "in_cluster", "metric_names", "simulator_scenario", "simulator_seed",
+        ]
 
     def clean_prometheus_auth(self) -> str:
         value = self.cleaned_data.get("prometheus_auth") or ""
@@ -54,7 +59,9 @@ class NodeGroupAdmin(admin.ModelAdmin):
 class NodeAdmin(admin.ModelAdmin):
     """Nodes are observed from Kubernetes by the collectors: shown, not edited."""
 
-    list_display = ["name", "cluster", "node_group", "gpu_model", "physical_gpus", "sharing", "ready", "gone", "last_seen"]
+    list_display = [
+        "name", "cluster", "node_group", "gpu_model", "physical_gpus", "sharing", "ready", "gone", "last_seen",
+    ]
     list_filter = ["cluster", "gpu_model", "sharing", "ready", "unschedulable", "gone"]
     search_fields = ["name"]
     list_select_related = ["cluster", "node_group"]

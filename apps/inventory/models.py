@@ -70,7 +70,7 @@ class Node(models.Model):
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=253)
-    node_group = models.ForeignKey(NodeGroup, on_delete=models.PROTECT, related_name="nodes")
+    node_group = models.ForeignKey(NodeGroup, on_delete=models.CASCADE, related_name="nodes")
     gpu_model = models.CharField(max_length=200, blank=True)
     physical_gpus = models.PositiveIntegerField(default=0)
     sharing = models.CharField(max_length=20, default="none")  # none|time-slicing|mps|mig-mixed|mig-single

@@ -47,7 +47,9 @@ def node_group_name(labels: dict[str, str], gpu_model: str) -> str:
     for key in settings.GPUFINOPS_NODE_GROUP_LABELS:
         if labels.get(key):
             return labels[key]
-    return gpu_model or "unknown"
+    # The product label as GFD writes it (time-sliced L4s are "NVIDIA-L4-SHARED"): the same rule the
+    # capacity snapshots use, so ledger and fragmentation name groups alike.
+    return labels.get("nvidia.com/gpu.product") or gpu_model or "unknown"
 
 
 def classify_node(labels: dict[str, str], capacity: dict[str, float]) -> NodeClass:

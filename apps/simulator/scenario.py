@@ -18,14 +18,14 @@ Modelling conventions (documented for the oracle and for other engineers):
 * Nothing happens after ``end``: pods running at ``end`` keep running, so state at t >= end is
   the state at ``end``.
 """
+
 from __future__ import annotations
 
 import hashlib
 import math
-import random
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 SEG = 300  # activity segment, seconds
 INF = float("inf")
@@ -42,19 +42,58 @@ POOL_LABELS = (
 # GPU models
 # --------------------------------------------------------------------------------------
 MODELS = {
-    "H100": dict(product="NVIDIA-H100-80GB-HBM3", modelName="NVIDIA H100 80GB HBM3", memory=81559,
-                 family="hopper", major="9", minor="0", idle_w=70.0, max_w=700.0, slices=7),
-    "A100": dict(product="NVIDIA-A100-SXM4-80GB", modelName="NVIDIA A100-SXM4-80GB", memory=81920,
-                 family="ampere", major="8", minor="0", idle_w=55.0, max_w=400.0, slices=7),
-    "L4": dict(product="NVIDIA-L4", modelName="NVIDIA L4", memory=23034,
-               family="ada-lovelace", major="8", minor="9", idle_w=16.0, max_w=72.0, slices=0),
-    "L40S": dict(product="NVIDIA-L40S", modelName="NVIDIA L40S", memory=46068,
-                 family="ada-lovelace", major="8", minor="9", idle_w=35.0, max_w=350.0, slices=0),
+    "H100": {
+        "product": "NVIDIA-H100-80GB-HBM3",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "memory": 81559,
+        "family": "hopper",
+        "major": "9",
+        "minor": "0",
+        "idle_w": 70.0,
+        "max_w": 700.0,
+        "slices": 7,
+    },
+    "A100": {
+        "product": "NVIDIA-A100-SXM4-80GB",
+        "modelName": "NVIDIA A100-SXM4-80GB",
+        "memory": 81920,
+        "family": "ampere",
+        "major": "8",
+        "minor": "0",
+        "idle_w": 55.0,
+        "max_w": 400.0,
+        "slices": 7,
+    },
+    "L4": {
+        "product": "NVIDIA-L4",
+        "modelName": "NVIDIA L4",
+        "memory": 23034,
+        "family": "ada-lovelace",
+        "major": "8",
+        "minor": "9",
+        "idle_w": 16.0,
+        "max_w": 72.0,
+        "slices": 0,
+    },
+    "L40S": {
+        "product": "NVIDIA-L40S",
+        "modelName": "NVIDIA L40S",
+        "memory": 46068,
+        "family": "ada-lovelace",
+        "major": "8",
+        "minor": "9",
+        "idle_w": 35.0,
+        "max_w": 350.0,
+        "slices": 0,
+    },
 }
 # MIG profile -> (compute slices, memory MiB) for 80 GB parts
 MIG_PROFILES = {
-    "1g.10gb": (1, 9984), "2g.20gb": (2, 20096), "3g.40gb": (3, 40320),
-    "4g.40gb": (4, 40320), "7g.80gb": (7, 80896),
+    "1g.10gb": (1, 9984),
+    "2g.20gb": (2, 20096),
+    "3g.40gb": (3, 40320),
+    "4g.40gb": (4, 40320),
+    "7g.80gb": (7, 80896),
 }
 DRIVER = "550.54.15"
 
@@ -96,7 +135,7 @@ def _uuid(*parts) -> str:
 def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def to_ts(at) -> float:
@@ -108,12 +147,12 @@ def to_ts(at) -> float:
 
 
 def floor_hour(dt: datetime) -> datetime:
-    return dt.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    return dt.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def ceil_hour(dt: datetime) -> datetime:
     f = floor_hour(dt)
-    return f if f == dt.astimezone(timezone.utc) else f + timedelta(hours=1)
+    return f if f == dt.astimezone(UTC) else f + timedelta(hours=1)
 
 
 def sanitize(name: str) -> str:
@@ -126,6 +165,7 @@ def sanitize(name: str) -> str:
 @dataclass
 class Entity:
     """A DCGM entity: a physical GPU or a MIG GPU instance."""
+
     idx: int
     node: str
     gpu: int
@@ -314,8 +354,7 @@ class LocalQueue:
 # --------------------------------------------------------------------------------------
 # Quantities
 # --------------------------------------------------------------------------------------
-_SUFFIX = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4, "k": 1e3, "M": 1e6, "G": 1e9,
-           "T": 1e12, "m": 1e-3}
+_SUFFIX = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "Ti": 1024**4, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3}
 
 
 def parse_quantity(q) -> float:
@@ -331,10 +370,10 @@ def parse_quantity(q) -> float:
 
 def format_quantity(v: float, kind: str) -> str:
     if kind == "memory":
-        gi = v / 1024 ** 3
+        gi = v / 1024**3
         if gi == int(gi):
             return f"{int(gi)}Gi"
-        return f"{int(v / 1024 ** 2)}Mi"
+        return f"{int(v / 1024**2)}Mi"
     if v == int(v):
         return str(int(v))
     return f"{int(round(v * 1000))}m"
@@ -372,60 +411,129 @@ class Scenario:
         self.namespaces[name] = lab
         self.ns_created[name] = self.t0 - 90 * 86400
 
-    def add_node(self, name: str, model: str, gpus: int, labels: dict, *, kind: str = "whole",
-                 instance_type: str = "", cpu: str = "192", memory: str = "2097152Mi",
-                 mig_layout: list | None = None, replicas: int = 0, shared_resource: str | None = None,
-                 created: float | None = None, unschedulable_from: float | None = None,
-                 zero_alloc: bool = False, zone: str = "us-east-1a") -> Node:
+    def add_node(
+        self,
+        name: str,
+        model: str,
+        gpus: int,
+        labels: dict,
+        *,
+        kind: str = "whole",
+        instance_type: str = "",
+        cpu: str = "192",
+        memory: str = "2097152Mi",
+        mig_layout: list | None = None,
+        replicas: int = 0,
+        shared_resource: str | None = None,
+        created: float | None = None,
+        unschedulable_from: float | None = None,
+        zero_alloc: bool = False,
+        zone: str = "us-east-1a",
+    ) -> Node:
         m = MODELS.get(model)
         lab = {
-            "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
-            "node.kubernetes.io/instance-type": instance_type, "topology.kubernetes.io/zone": zone,
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/hostname": name,
+            "node.kubernetes.io/instance-type": instance_type,
+            "topology.kubernetes.io/zone": zone,
             "topology.kubernetes.io/region": zone[:-1],
         }
         lab.update(labels)
-        cap = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "1000Gi", "hugepages-1Gi": "0",
-               "hugepages-2Mi": "0"}
-        node = Node(name=name, model=model, gpus=gpus, labels=lab, capacity=cap, allocatable={}, created=0.0,
-                    cpu=cpu, memory=memory, instance_type=instance_type, kind=kind,
-                    unschedulable_from=unschedulable_from, zero_alloc=zero_alloc, timesliced=replicas,
-                    shared_resource=shared_resource)
+        cap = {
+            "cpu": cpu,
+            "memory": memory,
+            "pods": "110",
+            "ephemeral-storage": "1000Gi",
+            "hugepages-1Gi": "0",
+            "hugepages-2Mi": "0",
+        }
+        node = Node(
+            name=name,
+            model=model,
+            gpus=gpus,
+            labels=lab,
+            capacity=cap,
+            allocatable={},
+            created=0.0,
+            cpu=cpu,
+            memory=memory,
+            instance_type=instance_type,
+            kind=kind,
+            unschedulable_from=unschedulable_from,
+            zero_alloc=zero_alloc,
+            timesliced=replicas,
+            shared_resource=shared_resource,
+        )
         node.created = created if created is not None else self.t0 - 30 * 86400
         node.uid = _uuid("node", self.name, self.seed, name)
-        node.ip = "10.%d.%d.%d" % (_stable_int(name) % 200 + 10, _stable_int(name, 1) % 250, _stable_int(name, 2) % 250 + 2)
+        node.ip = "10.%d.%d.%d" % (
+            _stable_int(name) % 200 + 10,
+            _stable_int(name, 1) % 250,
+            _stable_int(name, 2) % 250 + 2,
+        )
         if m is not None and gpus:
-            lab.update({
-                "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(gpus),
-                "nvidia.com/gpu.product": m["product"], "nvidia.com/gpu.memory": str(m["memory"]),
-                "nvidia.com/gpu.family": m["family"], "nvidia.com/gpu.compute.major": m["major"],
-                "nvidia.com/gpu.compute.minor": m["minor"], "nvidia.com/gpu.machine": instance_type or "server",
-                "nvidia.com/gpu.mode": "compute", "nvidia.com/gpu.deploy.dcgm-exporter": "true",
-                "nvidia.com/gpu.deploy.device-plugin": "true",
-                "nvidia.com/cuda.driver-version.full": DRIVER, "nvidia.com/cuda.driver-version.major": "550",
-                "nvidia.com/cuda.driver-version.minor": "54", "nvidia.com/cuda.driver-version.revision": "15",
-                "nvidia.com/cuda.runtime-version.full": "12.4", "nvidia.com/cuda.runtime-version.major": "12",
-                "nvidia.com/cuda.runtime-version.minor": "4", "nvidia.com/mig.capable": str(m["slices"] > 0).lower(),
-                "nvidia.com/mps.capable": "false", "nvidia.com/vgpu.present": "false",
-                "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/mig.strategy": "none",
-                "nvidia.com/gpu.replicas": "1",
-                "nvidia.com/gfd.timestamp": str(int(node.created)),
-            })
+            lab.update(
+                {
+                    "nvidia.com/gpu.present": "true",
+                    "nvidia.com/gpu.count": str(gpus),
+                    "nvidia.com/gpu.product": m["product"],
+                    "nvidia.com/gpu.memory": str(m["memory"]),
+                    "nvidia.com/gpu.family": m["family"],
+                    "nvidia.com/gpu.compute.major": m["major"],
+                    "nvidia.com/gpu.compute.minor": m["minor"],
+                    "nvidia.com/gpu.machine": instance_type or "server",
+                    "nvidia.com/gpu.mode": "compute",
+                    "nvidia.com/gpu.deploy.dcgm-exporter": "true",
+                    "nvidia.com/gpu.deploy.device-plugin": "true",
+                    "nvidia.com/cuda.driver-version.full": DRIVER,
+                    "nvidia.com/cuda.driver-version.major": "550",
+                    "nvidia.com/cuda.driver-version.minor": "54",
+                    "nvidia.com/cuda.driver-version.revision": "15",
+                    "nvidia.com/cuda.runtime-version.full": "12.4",
+                    "nvidia.com/cuda.runtime-version.major": "12",
+                    "nvidia.com/cuda.runtime-version.minor": "4",
+                    "nvidia.com/mig.capable": str(m["slices"] > 0).lower(),
+                    "nvidia.com/mps.capable": "false",
+                    "nvidia.com/vgpu.present": "false",
+                    "nvidia.com/gpu.sharing-strategy": "none",
+                    "nvidia.com/mig.strategy": "none",
+                    "nvidia.com/gpu.replicas": "1",
+                    "nvidia.com/gfd.timestamp": str(int(node.created)),
+                }
+            )
             # entities
             gpu_res = {}
             for g in range(gpus):
-                ent = Entity(idx=len(self.entities), node=name, gpu=g,
-                             uuid="GPU-" + _uuid("gpu", self.name, self.seed, name, g),
-                             pci="00000000:%02X:00.0" % (0x18 + 0x10 * g if g < 14 else g), model=model,
-                             mem=m["memory"], replicas=replicas)
+                ent = Entity(
+                    idx=len(self.entities),
+                    node=name,
+                    gpu=g,
+                    uuid="GPU-" + _uuid("gpu", self.name, self.seed, name, g),
+                    pci="00000000:%02X:00.0" % (0x18 + 0x10 * g if g < 14 else g),
+                    model=model,
+                    mem=m["memory"],
+                    replicas=replicas,
+                )
                 self.entities.append(ent)
                 node.entities.append(ent.idx)
-                layout = (mig_layout[g] if mig_layout and g < len(mig_layout) else None)
+                layout = mig_layout[g] if mig_layout and g < len(mig_layout) else None
                 if layout:
                     ent.mig_parent = True
                     for prof, gi in layout:
                         sl, mem = MIG_PROFILES[prof]
-                        child = Entity(idx=len(self.entities), node=name, gpu=g, uuid=ent.uuid, pci=ent.pci,
-                                       model=model, profile=prof, gi_id=str(gi), slices=sl, mem=mem)
+                        child = Entity(
+                            idx=len(self.entities),
+                            node=name,
+                            gpu=g,
+                            uuid=ent.uuid,
+                            pci=ent.pci,
+                            model=model,
+                            profile=prof,
+                            gi_id=str(gi),
+                            slices=sl,
+                            mem=mem,
+                        )
                         self.entities.append(child)
                         ent.children.append(child.idx)
                         r = f"nvidia.com/mig-{prof}"
@@ -439,13 +547,13 @@ class Scenario:
                 lab["nvidia.com/gpu.replicas"] = "0"
                 for r, n in gpu_res.items():
                     if r.startswith("nvidia.com/mig-"):
-                        prof = r[len("nvidia.com/mig-"):]
+                        prof = r[len("nvidia.com/mig-") :]
                         sl, mem = MIG_PROFILES[prof]
-                        lab[f"nvidia.com/{r[len('nvidia.com/'):]}.count"] = str(n)
-                        lab[f"nvidia.com/{r[len('nvidia.com/'):]}.memory"] = str(mem)
-                        lab[f"nvidia.com/{r[len('nvidia.com/'):]}.slices.gi"] = str(sl)
-                        lab[f"nvidia.com/{r[len('nvidia.com/'):]}.slices.ci"] = str(sl)
-                        lab[f"nvidia.com/{r[len('nvidia.com/'):]}.product"] = f"{m['product']}-MIG-{prof}"
+                        lab[f"nvidia.com/{r[len('nvidia.com/') :]}.count"] = str(n)
+                        lab[f"nvidia.com/{r[len('nvidia.com/') :]}.memory"] = str(mem)
+                        lab[f"nvidia.com/{r[len('nvidia.com/') :]}.slices.gi"] = str(sl)
+                        lab[f"nvidia.com/{r[len('nvidia.com/') :]}.slices.ci"] = str(sl)
+                        lab[f"nvidia.com/{r[len('nvidia.com/') :]}.product"] = f"{m['product']}-MIG-{prof}"
             if replicas:
                 lab["nvidia.com/gpu.sharing-strategy"] = "time-slicing"
                 lab["nvidia.com/gpu.replicas"] = str(replicas)
@@ -460,7 +568,7 @@ class Scenario:
             cap.update({k: str(v) for k, v in gpu_res.items()})
         alloc = dict(cap)
         alloc["cpu"] = str(int(parse_quantity(cpu)) - 1) if "m" not in cpu else cpu
-        alloc["memory"] = str(int(parse_quantity(memory) / 1024 ** 2 * 0.95)) + "Mi"
+        alloc["memory"] = str(int(parse_quantity(memory) / 1024**2 * 0.95)) + "Mi"
         alloc["ephemeral-storage"] = "950Gi"
         node.allocatable = alloc
         self.nodes.append(node)
@@ -477,21 +585,48 @@ class Scenario:
                 return self.entities[c]
         raise KeyError((node, gpu, gi))
 
-    def add_pod(self, namespace: str, name: str, *, node: str | None, start: float | None,
-                gpus: dict | None = None, units: list | None = None, act: str = "batch",
-                finish: float | None = None, end_phase: str | None = None, deleted: float | None = None,
-                deleted_running: bool = False, labels: dict | None = None, owner: tuple | None = None,
-                container: str = "main", image: str = "nvcr.io/nvidia/pytorch:24.05-py3",
-                init_gpus: dict | None = None, created: float | None = None, active_until: float = INF,
-                cpu: str = "8", memory: str = "64Gi", node_selector: dict | None = None,
-                pending_message: str = "", workload: Workload | None = None, xid: int = 0,
-                annotations: dict | None = None) -> Pod:
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        node: str | None,
+        start: float | None,
+        gpus: dict | None = None,
+        units: list | None = None,
+        act: str = "batch",
+        finish: float | None = None,
+        end_phase: str | None = None,
+        deleted: float | None = None,
+        deleted_running: bool = False,
+        labels: dict | None = None,
+        owner: tuple | None = None,
+        container: str = "main",
+        image: str = "nvcr.io/nvidia/pytorch:24.05-py3",
+        init_gpus: dict | None = None,
+        created: float | None = None,
+        active_until: float = INF,
+        cpu: str = "8",
+        memory: str = "64Gi",
+        node_selector: dict | None = None,
+        pending_message: str = "",
+        workload: Workload | None = None,
+        xid: int = 0,
+        annotations: dict | None = None,
+    ) -> Pod:
         gpus = gpus or {}
         containers = [Container(name=container, image=image, gpu=dict(gpus), cpu=cpu, memory=memory)]
         inits = []
         if init_gpus:
-            inits.append(Container(name="prefetch-weights", image="nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-                                   gpu=dict(init_gpus), cpu="2", memory="8Gi"))
+            inits.append(
+                Container(
+                    name="prefetch-weights",
+                    image="nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                    gpu=dict(init_gpus),
+                    cpu="2",
+                    memory="8Gi",
+                )
+            )
         lab = dict(labels or {})
         ann = dict(annotations or {})
         if workload is not None:
@@ -500,11 +635,27 @@ class Scenario:
             lab.setdefault("kueue.x-k8s.io/local-queue-name", workload.queue)
             lab.setdefault("kueue.x-k8s.io/podset", "main")
             ann.setdefault("kueue.x-k8s.io/workload", workload.name)
-        p = Pod(idx=len(self.pods), namespace=namespace, name=name, uid=_uuid("pod", self.name, self.seed, namespace, name),
-                labels=lab, containers=containers, init_containers=inits, annotations=ann, owner=owner,
-                node=node, start=start, finish=finish, end_phase=end_phase, act=act,
-                active_until=active_until, node_selector=dict(node_selector or {}),
-                pending_message=pending_message, workload=workload.name if workload else None, xid=xid)
+        p = Pod(
+            idx=len(self.pods),
+            namespace=namespace,
+            name=name,
+            uid=_uuid("pod", self.name, self.seed, namespace, name),
+            labels=lab,
+            containers=containers,
+            init_containers=inits,
+            annotations=ann,
+            owner=owner,
+            node=node,
+            start=start,
+            finish=finish,
+            end_phase=end_phase,
+            act=act,
+            active_until=active_until,
+            node_selector=dict(node_selector or {}),
+            pending_message=pending_message,
+            workload=workload.name if workload else None,
+            xid=xid,
+        )
         p.created = created if created is not None else (start if start is not None else self.t0)
         if finish is not None:
             p.deleted = finish + 3 * 3600
@@ -537,10 +688,7 @@ class Scenario:
             return 0.0
         u = _u01(self._seed_mix, pod.idx, ent, seg)
         if kind == "notebook_idle":
-            if seg * SEG < pod.active_until:
-                v = 0.35 + 0.3 * (u - 0.5)
-            else:
-                v = jit * u
+            v = 0.35 + 0.3 * (u - 0.5) if seg * SEG < pod.active_until else jit * u
         elif kind == "infer":
             hod = (seg * SEG % 86400) / 3600.0
             v = base + 0.18 * math.sin(2 * math.pi * (hod - 8) / 24.0) + jit * (u - 0.5)
@@ -551,7 +699,7 @@ class Scenario:
     def entity_state(self, ent: Entity, t: float):
         """Holders active at t: list of (pod, container, vgpu, ghost)."""
         out = []
-        for (s, e, pidx, cont, vgpu, ghost) in ent.intervals:
+        for s, e, pidx, cont, vgpu, ghost in ent.intervals:
             if s > t:
                 break
             if t < e:
@@ -566,9 +714,9 @@ class Scenario:
         m = MODELS[ent.model]
         if ent.mig_parent:
             kids = [self.entity_values(self.entities[c], t) for c in ent.children]
-            s = round(sum(k["sm"] * self.entities[c].slices for k, c in zip(kids, ent.children)) / 7.0, 4)
-            gr = round(sum(k["gr"] * self.entities[c].slices for k, c in zip(kids, ent.children)) / 7.0, 4)
-            tn = round(sum(k["tensor"] * self.entities[c].slices for k, c in zip(kids, ent.children)) / 7.0, 4)
+            s = round(sum(k["sm"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4)
+            gr = round(sum(k["gr"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4)
+            tn = round(sum(k["tensor"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4)
             used = sum(k["fb_used"] for k in kids)
             throttled = False
             kind = None
@@ -576,7 +724,7 @@ class Scenario:
             live = [h for h in holders if not h[3]]
             s = 0.0
             kind = None
-            for (pod, _c, _v, _g) in live:
+            for pod, _c, _v, _g in live:
                 s += self.pod_level(pod, seg, ent.idx)
                 kind = kind or pod.act
             s = round(min(1.0, s), 4)
@@ -586,7 +734,10 @@ class Scenario:
             mf = ACT_KINDS[kind][3] if kind else 0.0
             if live:
                 jit = _u01(self._seed_mix, 77, ent.idx, seg)
-                used = int(ent.mem * min(0.97, mf * (1.0 if not ent.replicas else min(1.0, 0.3 * len(live))) + 0.03 * jit)) + 400
+                used = (
+                    int(ent.mem * min(0.97, mf * (1.0 if not ent.replicas else min(1.0, 0.3 * len(live))) + 0.03 * jit))
+                    + 400
+                )
             else:
                 used = 0
             throttled = kind == "train_throttled"
@@ -594,10 +745,18 @@ class Scenario:
         if not ent.mig_parent and ent.profile is None:
             util = float(min(100, math.ceil(round(100 * (gr + 0.6 * gr * (1 - gr)), 6))))
         total = ent.mem
-        vals = {"sm": s, "gr": gr, "tensor": tn, "util": util, "fb_used": float(used),
-                "fb_free": float(max(0, total - used - (0 if ent.profile else 512)))}
+        vals = {
+            "sm": s,
+            "gr": gr,
+            "tensor": tn,
+            "util": util,
+            "fb_used": float(used),
+            "fb_free": float(max(0, total - used - (0 if ent.profile else 512))),
+        }
         if ent.profile is None:
-            vals["power"] = round(m["idle_w"] + (m["max_w"] - m["idle_w"]) * 0.92 * s + 3 * _u01(self._seed_mix, 78, ent.idx, seg), 3)
+            vals["power"] = round(
+                m["idle_w"] + (m["max_w"] - m["idle_w"]) * 0.92 * s + 3 * _u01(self._seed_mix, 78, ent.idx, seg), 3
+            )
             vals["temp"] = float(int(29 + 48 * s + (11 if throttled else 0)))
             if throttled:
                 thr = 0x20 | 0x08
@@ -609,7 +768,7 @@ class Scenario:
                 thr = 0
             vals["throttle"] = float(thr)
         xid = 0
-        for (xs, xe, code) in self.xid_events.get(ent.idx, ()):
+        for xs, xe, code in self.xid_events.get(ent.idx, ()):
             if xs <= t < xe:
                 xid = code
         vals["xid"] = float(xid)
@@ -630,15 +789,17 @@ class Scenario:
     # ------------------------------------------------------------------ public accessors
     def k8s_objects(self, kind: str, at) -> list[dict]:
         from . import objects
+
         return objects.k8s_objects(self, kind, to_ts(at))
 
     def dcgm_samples(self, at, *, hostname_label: str = "Hostname", exported_labels: bool = False):
         from . import exposition
-        return exposition.dcgm_samples(self, to_ts(at), hostname_label=hostname_label,
-                                       exported_labels=exported_labels)
+
+        return exposition.dcgm_samples(self, to_ts(at), hostname_label=hostname_label, exported_labels=exported_labels)
 
     def ksm_samples(self, at):
         from . import exposition
+
         return exposition.ksm_samples(self, to_ts(at))
 
     # convenience
@@ -661,21 +822,24 @@ def _a5(ts: float) -> float:
 
 def build_scenario(name: str, seed: int = 0, end: datetime | None = None, days: float = 7) -> Scenario:
     if end is None:
-        end = floor_hour(datetime.now(timezone.utc))
+        end = floor_hour(datetime.now(UTC))
     if end.tzinfo is None:
         raise ValueError("end must be timezone-aware")
-    end = end.astimezone(timezone.utc)
+    end = end.astimezone(UTC)
     if end != floor_hour(end):
         raise ValueError("end must be hour-aligned")
     sc = Scenario(name, seed, end, days)
     if name == "demo":
         from .builders import build_demo
+
         build_demo(sc)
     elif name == "large":
         from .builders import build_large
+
         build_large(sc)
     elif name == "tiny":
         from .builders import build_tiny
+
         build_tiny(sc)
     else:
         raise ValueError(f"unknown scenario {name!r} (demo, large, tiny)")

@@ -202,7 +202,9 @@ def usage_report(
         results=results,
         totals=totals,
         capacity=capacity,
-        provisional=has_provisional_buckets(start=start, end=end, cluster=cluster),
+        provisional=has_provisional_buckets(
+            start=start, end=end, cluster=cluster, among=None if visible_teams is None else qs.values("cluster_id")
+        ),
         coverage=coverage(sums["allocated_gpu_hours"], sums["unmeasured_gpu_hours"]),
         source="day" if by_day else "hour",
     )
@@ -222,9 +224,16 @@ def capacity_totals(*, start: datetime, end: datetime, cluster: str | None = Non
     return {name: _round(sums[name]) for name in CAPACITY_FIELDS}
 
 
-def has_provisional_buckets(*, start: datetime, end: datetime, cluster: str | None = None) -> bool:
-    """True when any bucket in ``[start, end)`` is still provisional (its numbers may change)."""
+def has_provisional_buckets(
+    *, start: datetime, end: datetime, cluster: str | None = None, among: QuerySet | None = None
+) -> bool:
+    """True when any bucket in ``[start, end)`` is still provisional (its numbers may change).
+
+    ``among`` (a queryset of cluster ids) limits the check to the clusters the caller's rows are in.
+    """
     qs = Bucket.objects.filter(hour__gte=start, hour__lt=end, state=Bucket.State.PROVISIONAL)
+    if among is not None:
+        qs = qs.filter(cluster_id__in=among)
     if cluster is not None:
         qs = qs.filter(cluster__name=cluster)
     return qs.exists()

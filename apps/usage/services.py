@@ -7,6 +7,8 @@ redelivery: a redelivered or duplicated task finds the lease taken or the bucket
 from __future__ import annotations
 
 import logging
+import math
+from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -116,7 +118,7 @@ def _node_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> list
 
 
 def _bulk_insert(model: type, columns: list[str], rows: list[tuple]) -> None:
-    """COPY on PostgreSQL (the write path benchmarked in bench/collect), executemany elsewhere."""
+    """COPY on PostgreSQL (the write path benchmarked in bench/collect), bulk_create elsewhere."""
     if not rows:
         return
     table = model._meta.db_table
@@ -125,48 +127,43 @@ def _bulk_insert(model: type, columns: list[str], rows: list[tuple]) -> None:
             for row in rows:
                 cp.write_row(row)
         return
-    placeholders = ", ".join(["%s"] * len(columns))
-    with connection.cursor() as cur:
-        cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows)
+    # Elsewhere (the SQLite embedded default) let the ORM adapt values (e.g. aware datetimes).
+    model.objects.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows], batch_size=500)
+
+
+def _grouped_sums(rows: list[tuple], nkeys: int) -> list[tuple]:
+    """Group rows by their first `nkeys` fields and sum the rest with math.fsum.
+
+    fsum is correctly rounded whatever the order of its inputs, so a rollup does not depend on the
+    physical order of rows (which changes whenever a bucket is rewritten): re-collecting converges
+    to identical rollups, bit for bit.
+    """
+    groups: dict[tuple, list[tuple]] = defaultdict(list)
+    for row in rows:
+        groups[row[:nkeys]].append(row[nkeys:])
+    return [key + tuple(math.fsum(col) for col in zip(*vals, strict=True)) for key, vals in sorted(groups.items())]
 
 
 def _rollup(cluster: Cluster, hour: datetime) -> None:
-    """Rebuild the hour's rollups from its ledger rows, then the day's from its hours (INSERT ... SELECT)."""
+    """Rebuild the hour's rollups from its ledger rows, then the day's rollups from its hours."""
     day = hour.date()
     day_start = datetime(day.year, day.month, day.day, tzinfo=hour.tzinfo)
-    sums = ", ".join(f"SUM({c})" for c in SUM_COLUMNS)
-    cols = ", ".join(SUM_COLUMNS)
-    caps = ", ".join(f"SUM({c})" for c in CAPACITY_SUMS)
-    capcols = ", ".join(CAPACITY_SUMS)
-    keys = "team, namespace, node_group, gpu_model"
-    with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {UsageHour._meta.db_table} (cluster_id, hour, {keys}, {cols}) "
-            f"SELECT cluster_id, hour, {keys}, {sums} FROM {PodHour._meta.db_table} "
-            f"WHERE cluster_id = %s AND hour = %s GROUP BY cluster_id, hour, {keys}",
-            [cluster.pk, hour],
-        )
-        cur.execute(
-            f"INSERT INTO {CapacityHour._meta.db_table} (cluster_id, hour, node_group, gpu_model, {capcols}) "
-            f"SELECT cluster_id, hour, node_group, gpu_model, {caps} FROM {NodeHour._meta.db_table} "
-            f"WHERE cluster_id = %s AND hour = %s GROUP BY cluster_id, hour, node_group, gpu_model",
-            [cluster.pk, hour],
-        )
-        UsageDay.objects.filter(cluster=cluster, day=day).delete()
-        CapacityDay.objects.filter(cluster=cluster, day=day).delete()
-        span = [cluster.pk, day, cluster.pk, day_start, day_start + timedelta(days=1)]
-        cur.execute(
-            f"INSERT INTO {UsageDay._meta.db_table} (cluster_id, day, {keys}, {cols}) "
-            f"SELECT %s, %s, {keys}, {sums} FROM {UsageHour._meta.db_table} "
-            f"WHERE cluster_id = %s AND hour >= %s AND hour < %s GROUP BY {keys}",
-            span,
-        )
-        cur.execute(
-            f"INSERT INTO {CapacityDay._meta.db_table} (cluster_id, day, node_group, gpu_model, {capcols}) "
-            f"SELECT %s, %s, node_group, gpu_model, {caps} FROM {CapacityHour._meta.db_table} "
-            f"WHERE cluster_id = %s AND hour >= %s AND hour < %s GROUP BY node_group, gpu_model",
-            span,
-        )
+    keys = ["team", "namespace", "node_group", "gpu_model"]
+    pods = PodHour.objects.filter(cluster=cluster, hour=hour).values_list(*keys, *SUM_COLUMNS)
+    _bulk_insert(UsageHour, ["cluster_id", "hour", *keys, *SUM_COLUMNS],
+                 [(cluster.pk, hour, *r) for r in _grouped_sums(list(pods), len(keys))])
+    nodes = NodeHour.objects.filter(cluster=cluster, hour=hour).values_list("node_group", "gpu_model", *CAPACITY_SUMS)
+    _bulk_insert(CapacityHour, ["cluster_id", "hour", "node_group", "gpu_model", *CAPACITY_SUMS],
+                 [(cluster.pk, hour, *r) for r in _grouped_sums(list(nodes), 2)])
+    UsageDay.objects.filter(cluster=cluster, day=day).delete()
+    CapacityDay.objects.filter(cluster=cluster, day=day).delete()
+    in_day = {"cluster": cluster, "hour__gte": day_start, "hour__lt": day_start + timedelta(days=1)}
+    hours = UsageHour.objects.filter(**in_day).values_list(*keys, *SUM_COLUMNS)
+    _bulk_insert(UsageDay, ["cluster_id", "day", *keys, *SUM_COLUMNS],
+                 [(cluster.pk, day, *r) for r in _grouped_sums(list(hours), len(keys))])
+    caps = CapacityHour.objects.filter(**in_day).values_list("node_group", "gpu_model", *CAPACITY_SUMS)
+    _bulk_insert(CapacityDay, ["cluster_id", "day", "node_group", "gpu_model", *CAPACITY_SUMS],
+                 [(cluster.pk, day, *r) for r in _grouped_sums(list(caps), 2)])
 
 
 def write_bucket(

@@ -140,6 +140,7 @@ def _to_pod(p: Any) -> PodInfo | None:
         deletion=p.metadata.deletion_timestamp,
         conditions=conditions,
         scheduling_message=message,
+        node_selector=dict(spec.node_selector or {}),
     )
 
 

@@ -44,6 +44,7 @@ class PodInfo:
     deletion: datetime | None  # metadata.deletionTimestamp
     conditions: dict[str, str] = field(default_factory=dict)  # type -> status (e.g. PodScheduled: False)
     scheduling_message: str = ""
+    node_selector: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

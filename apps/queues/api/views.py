@@ -1,0 +1,94 @@
+"""Kueue quota endpoints: parse parameters, call a selector, render."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.selectors import visible_team_names
+from apps.common.api import FormatParamMixin
+from apps.common.params import parse_choice, parse_datetime, parse_range, parse_text
+from apps.common.serializers import DetailSerializer, ErrorSerializer
+from apps.queues.api.serializers import (
+    AdmissionWaitResponseSerializer,
+    QueueListResponseSerializer,
+    QueueUsageResponseSerializer,
+)
+from apps.queues.selectors import admission_waits, queue_list, queue_usage
+from apps.usage.signals import DEFAULT_SIGNAL, SIGNALS
+
+CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
+START_PARAM = OpenApiParameter(
+    "start", str, description="ISO 8601 time or date (UTC), on the hour; default end - 7 days"
+)
+END_PARAM = OpenApiParameter(
+    "end", str, description="ISO 8601 time or date (UTC), on the hour, exclusive; default today"
+)
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
+    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
+}
+
+
+class QueueListApi(FormatParamMixin, APIView):
+    """Kueue quota per ClusterQueue, flavor and resource at a time (default now)."""
+
+    @extend_schema(
+        operation_id="queues",
+        parameters=[CLUSTER_PARAM, OpenApiParameter("at", str, description="ISO 8601 time or date; default now")],
+        responses={200: QueueListResponseSerializer, **ERRORS},
+    )
+    def get(self, request):  # type: ignore[no-untyped-def]
+        params = request.query_params
+        at = parse_datetime(params, "at", default=datetime.now(UTC))
+        rows = queue_list(at=at, visible_teams=visible_team_names(request.user), cluster=parse_text(params, "cluster"))
+        return Response(QueueListResponseSerializer({"at": at, "results": rows}).data)
+
+
+class AdmissionWaitApi(FormatParamMixin, APIView):
+    """Creation-to-admission wait p50/p95 per ClusterQueue and day."""
+
+    @extend_schema(
+        operation_id="queues_admission_wait",
+        parameters=[CLUSTER_PARAM, START_PARAM, END_PARAM],
+        responses={200: AdmissionWaitResponseSerializer, **ERRORS},
+    )
+    def get(self, request):  # type: ignore[no-untyped-def]
+        params = request.query_params
+        start, end = parse_range(params)
+        rows = admission_waits(
+            start=start, end=end, visible_teams=visible_team_names(request.user), cluster=parse_text(params, "cluster")
+        )
+        return Response(AdmissionWaitResponseSerializer({"start": start, "end": end, "results": rows}).data)
+
+
+class QueueUsageApi(FormatParamMixin, APIView):
+    """GPU quota per ClusterQueue next to the GPU-hours its pods allocated and worked."""
+
+    @extend_schema(
+        operation_id="queues_usage",
+        parameters=[
+            CLUSTER_PARAM,
+            START_PARAM,
+            END_PARAM,
+            OpenApiParameter("signal", str, enum=list(SIGNALS), description=f"default {DEFAULT_SIGNAL}"),
+        ],
+        responses={200: QueueUsageResponseSerializer, **ERRORS},
+    )
+    def get(self, request):  # type: ignore[no-untyped-def]
+        params = request.query_params
+        start, end = parse_range(params)
+        signal = parse_choice(params, "signal", SIGNALS, default=DEFAULT_SIGNAL)
+        rows = queue_usage(
+            start=start,
+            end=end,
+            signal=signal,
+            visible_teams=visible_team_names(request.user),
+            cluster=parse_text(params, "cluster"),
+        )
+        return Response(
+            QueueUsageResponseSerializer({"start": start, "end": end, "signal": signal, "results": rows}).data
+        )

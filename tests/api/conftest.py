@@ -1,0 +1,216 @@
+"""A small ledger with known numbers, and one user per kind of caller.
+
+Rows are written directly with the ORM (not through the collector), so every expected figure in
+these tests can be checked by hand:
+
+* cluster ``alpha``: team ``vision`` (alice's) and ``unassigned``; cluster ``beta``: team ``nlp`` (bob's).
+* 2026-11-23, hours 00 and 01, per hour and group (``sm_active``):
+
+  ============  =========  =========  =======  ====  ==========  ====  =========
+  team          namespace  allocated  working  idle  unmeasured  cost  idle_cost
+  ============  =========  =========  =======  ====  ==========  ====  =========
+  vision        train      10         4        5     1           20    10
+  vision        serve      2          1        1     0           4     2
+  nlp (beta)    llm        8          2        6     0           24    18
+  unassigned    misc       1          0        0     1           2     0
+  ============  =========  =========  =======  ====  ==========  ====  =========
+
+  Under ``gpu_util`` the working and idle figures swap where they differ (see ``_usage``).
+* Capacity per hour: alpha 16 GPU-hours (unallocated 3, unavailable 1), beta 8 (unallocated 0).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db.models import Sum
+from rest_framework.test import APIClient
+
+from apps.accounts.selectors import FINANCE_GROUP
+from apps.accounts.services import create_api_token
+from apps.inventory.models import Cluster, NamespaceTeam, NodeGroup, Team
+from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour
+from apps.usage.signals import SIGNALS
+
+DAY = datetime(2026, 11, 23, tzinfo=UTC)
+H100 = "NVIDIA-H100-80GB-HBM3"
+A100 = "NVIDIA-A100-SXM4-80GB"
+SUM_FIELDS = [
+    "allocated_gpu_hours",
+    "cost",
+    *[f"{kind}_{s}" for s in SIGNALS for kind in ("working", "idle", "unmeasured", "idle_cost")],
+]
+
+
+def _signal_fields(working: float, idle: float, unmeasured: float, price: float, gpu_util: tuple[float, float]):
+    fields = {}
+    for s in SIGNALS:
+        w, i = gpu_util if s == "gpu_util" else (working, idle)
+        fields.update({f"working_{s}": w, f"idle_{s}": i, f"unmeasured_{s}": unmeasured, f"idle_cost_{s}": i * price})
+    return fields
+
+
+def _usage(cluster, hour, team, namespace, node_group, gpu_model, allocated, working, idle, unmeasured, price):
+    """One UsageHour row; under gpu_util the activity reads higher (working + idle, split 3:1)."""
+    measured = working + idle
+    gpu_util = (measured * 0.75, measured * 0.25)
+    UsageHour.objects.create(
+        cluster=cluster,
+        hour=hour,
+        team=team,
+        namespace=namespace,
+        node_group=node_group,
+        gpu_model=gpu_model,
+        allocated_gpu_hours=allocated,
+        cost=allocated * price,
+        **_signal_fields(working, idle, unmeasured, price, gpu_util),
+    )
+
+
+def rebuild_days() -> None:
+    """UsageDay and CapacityDay from the hourly rows (what the ledger's write path keeps in step)."""
+    UsageDay.objects.all().delete()
+    CapacityDay.objects.all().delete()
+    keys = ["cluster_id", "team", "namespace", "node_group", "gpu_model"]
+    for hour_day in {h.date() for h in UsageHour.objects.values_list("hour", flat=True)}:
+        start = datetime(hour_day.year, hour_day.month, hour_day.day, tzinfo=UTC)
+        span = {"hour__gte": start, "hour__lt": start + timedelta(days=1)}
+        for row in UsageHour.objects.filter(**span).values(*keys).annotate(**{f: Sum(f) for f in SUM_FIELDS}):
+            UsageDay.objects.create(day=hour_day, **row)
+        cap = ["capacity_gpu_hours", "allocated_gpu_hours", "unallocated_gpu_hours", "unavailable_gpu_hours"]
+        cap.append("unallocated_cost")
+        for row in (
+            CapacityHour.objects.filter(**span)
+            .values("cluster_id", "node_group", "gpu_model")
+            .annotate(**{f: Sum(f) for f in cap})
+        ):
+            CapacityDay.objects.create(day=hour_day, **row)
+
+
+def pod_hour(cluster, hour, pod, team, *, working, idle, unmeasured=0.0, gpus=4.0, price=2.0, namespace=None):
+    """One PodHour row holding ``gpus`` for the whole hour; activity given as GPU-hours."""
+    allocated = working + idle + unmeasured
+    return PodHour.objects.create(
+        cluster=cluster,
+        hour=hour,
+        namespace=namespace or f"{team}-ns",
+        pod=pod,
+        pod_uid=f"uid-{cluster.name}-{pod}",
+        team=team,
+        node=f"{cluster.name}-node-1",
+        node_group="h100",
+        gpu_model=H100,
+        resources=f"nvidia.com/gpu={gpus:g}",
+        gpus=gpus,
+        held_seconds=3600,
+        price=price,
+        allocated_gpu_hours=allocated,
+        cost=allocated * price,
+        **_signal_fields(working, idle, unmeasured, price, (working, idle)),
+    )
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def ledger(db):
+    """The ledger of the module docstring, plus idle-allocation pod rows on 2026-11-24."""
+    alpha = Cluster.objects.create(name="alpha", prometheus_url="http://prom-alpha:9090")
+    beta = Cluster.objects.create(name="beta", prometheus_url="http://prom-beta:9090")
+    NodeGroup.objects.create(cluster=alpha, name="h100")
+    NodeGroup.objects.create(cluster=beta, name="a100")
+    vision = Team.objects.create(name="vision", display_name="Computer Vision")
+    Team.objects.create(name="nlp", display_name="Language")
+    NamespaceTeam.objects.create(cluster=alpha, namespace="vision-legacy", team=vision)
+    for hour in (DAY, DAY + timedelta(hours=1)):
+        _usage(alpha, hour, "vision", "train", "h100", H100, 10, 4, 5, 1, 2.0)
+        _usage(alpha, hour, "vision", "serve", "h100", H100, 2, 1, 1, 0, 2.0)
+        _usage(beta, hour, "nlp", "llm", "a100", A100, 8, 2, 6, 0, 3.0)
+        _usage(alpha, hour, "unassigned", "misc", "h100", H100, 1, 0, 0, 1, 2.0)
+        CapacityHour.objects.create(
+            cluster=alpha,
+            hour=hour,
+            node_group="h100",
+            gpu_model=H100,
+            capacity_gpu_hours=16,
+            allocated_gpu_hours=13,
+            unallocated_gpu_hours=3,
+            unavailable_gpu_hours=1,
+            unallocated_cost=6,
+        )
+        CapacityHour.objects.create(
+            cluster=beta,
+            hour=hour,
+            node_group="a100",
+            gpu_model=A100,
+            capacity_gpu_hours=8,
+            allocated_gpu_hours=8,
+            unallocated_gpu_hours=0,
+            unavailable_gpu_hours=0,
+            unallocated_cost=0,
+        )
+        for cluster in (alpha, beta):
+            Bucket.objects.create(cluster=cluster, hour=hour, state="final", status="ok")
+    rebuild_days()
+
+    # Idle allocations, latest bucket 2026-11-24 02:00 in both clusters.
+    latest = DAY + timedelta(days=1, hours=2)
+    for back in range(3):
+        hour = latest - timedelta(hours=back)
+        pod_hour(alpha, hour, "idle-train", "vision", working=0.0, idle=4.0)  # 3 idle hours: listed
+        pod_hour(alpha, hour, "busy-train", "vision", working=3.0, idle=1.0)  # working: not listed
+        pod_hour(beta, hour, "idle-llm", "nlp", working=0.02, idle=7.98, gpus=8.0, price=3.0)  # 0.25 %: listed
+        pod_hour(alpha, hour, "blind", "vision", working=0.0, idle=0.0, unmeasured=4.0)  # unmeasured: not idle
+        if back > 0:
+            pod_hour(alpha, hour, "ended", "vision", working=0.0, idle=4.0)  # not in latest bucket: not listed
+    pod_hour(alpha, latest, "fresh-idle", "vision", working=0.0, idle=4.0)  # 1 hour only: not listed
+    pod_hour(alpha, latest - timedelta(hours=1), "woke-up", "unassigned", working=2.0, idle=2.0)
+    pod_hour(alpha, latest, "woke-up", "unassigned", working=0.0, idle=4.0)  # idle 1 hour since work: not listed
+    pod_hour(alpha, latest - timedelta(hours=2), "gap", "unassigned", working=0.0, idle=4.0)
+    pod_hour(alpha, latest, "gap", "unassigned", working=0.0, idle=4.0)  # missing hour breaks the streak
+    pod_hour(alpha, latest - timedelta(hours=1), "idle-misc", "unassigned", working=0.0, idle=1.0, gpus=1.0)
+    pod_hour(alpha, latest, "idle-misc", "unassigned", working=0.0, idle=1.0, gpus=1.0)  # 2 hours: listed
+    Bucket.objects.create(cluster=alpha, hour=latest, state="provisional", status="ok")
+    return {"alpha": alpha, "beta": beta}
+
+
+def _user(username: str, *, teams=(), staff=False, finance=False) -> User:
+    user = User.objects.create_user(username=username, password="x", is_staff=staff)
+    for name in teams:
+        Team.objects.get_or_create(name=name)[0].members.add(user)
+    if finance:
+        user.groups.add(Group.objects.get_or_create(name=FINANCE_GROUP)[0])
+    return user
+
+
+def _client(user: User) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user, 30)}")
+    return client
+
+
+@pytest.fixture
+def users(ledger):
+    return {
+        "alice": _user("alice", teams=["vision"]),
+        "bob": _user("bob", teams=["nlp"]),
+        "carol": _user("carol", finance=True),
+        "root": _user("root", staff=True),
+        "dave": _user("dave"),
+    }
+
+
+@pytest.fixture
+def clients(users):
+    """An authenticated APIClient per user: alice (vision), bob (nlp), carol (finance), root (staff), dave."""
+    return {name: _client(user) for name, user in users.items()}
+
+
+@pytest.fixture
+def anon():
+    return APIClient()

@@ -1,0 +1,118 @@
+"""Authentication: anonymous and bad tokens are 401, tokens are stored hashed and expire."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from apps.accounts.models import ApiToken
+from apps.accounts.services import add_team_member, create_api_token
+from apps.inventory.models import Team
+
+ENDPOINTS = [
+    "/api/v1/usage/",
+    "/api/v1/usage/?format=csv",
+    "/api/v1/idle-allocations/",
+    "/api/v1/teams/",
+    "/api/v1/teams/vision/",
+    "/api/v1/clusters/",
+    "/api/v1/clusters/alpha/",
+    "/api/v1/schema/",
+    "/api/v1/docs/",
+    "/api/v1/redoc/",
+]
+
+
+@pytest.mark.parametrize("url", ENDPOINTS)
+def test_it_answers_401_to_anonymous_requests(ledger, anon, url):
+    response = anon.get(url)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("url", ENDPOINTS)
+def test_it_answers_401_to_an_unknown_token(ledger, url):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token gfo_not-a-real-token")
+    assert client.get(url).status_code == 401
+
+
+def test_it_answers_401_to_an_expired_token(ledger):
+    user = User.objects.create_user("old", is_staff=True)
+    token = create_api_token(user, 1)
+    ApiToken.objects.filter(user=user).update(expires_at=timezone.now() - timedelta(seconds=1))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    response = client.get("/api/v1/teams/")
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Token has expired."}
+
+
+def test_it_answers_401_to_an_inactive_user(ledger):
+    user = User.objects.create_user("gone", is_staff=True, is_active=False)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user, 1)}")
+    assert client.get("/api/v1/teams/").status_code == 401
+
+
+def test_it_accepts_a_valid_token_and_records_its_use(ledger):
+    user = User.objects.create_user("fresh", is_staff=True)
+    token = create_api_token(user, 5)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/v1/teams/").status_code == 200
+    row = ApiToken.objects.get(user=user)
+    assert row.last_used_at is not None
+    assert timedelta(days=4, hours=23) < row.expires_at - timezone.now() <= timedelta(days=5)
+
+
+def test_it_stores_tokens_hashed(db):
+    user = User.objects.create_user("hash")
+    token = create_api_token(user, 1)
+    row = ApiToken.objects.get(user=user)
+    assert row.digest == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in {row.digest, row.prefix}
+    assert token.startswith(row.prefix) and len(row.prefix) < len(token)
+    for value in ApiToken.objects.values_list(flat=True):
+        assert value != token
+
+
+def test_it_accepts_a_browser_session(ledger):
+    User.objects.create_user("browser", password="pw", is_staff=True)
+    client = APIClient()
+    assert client.login(username="browser", password="pw")
+    assert client.get("/api/v1/usage/?start=2026-11-23&end=2026-11-24").status_code == 200
+
+
+def test_it_prints_only_the_token_from_create_api_token(db):
+    User.objects.create_user("cli")
+    out = StringIO()
+    call_command("create_api_token", "cli", "--expires-days", "7", stdout=out)
+    token = out.getvalue().strip()
+    assert "\n" not in token and token.startswith("gfo_")
+    assert ApiToken.objects.get().digest == hashlib.sha256(token.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("args", [["nobody"], ["cli", "--expires-days", "0"]])
+def test_it_fails_create_api_token_with_a_reason(db, args):
+    User.objects.create_user("cli")
+    with pytest.raises(CommandError):
+        call_command("create_api_token", *args, stdout=StringIO())
+
+
+def test_it_adds_a_team_member_creating_the_team_if_needed(db):
+    user = User.objects.create_user("lead")
+    call_command("add_team_member", "robotics", "lead", stdout=StringIO())
+    assert list(Team.objects.get(name="robotics").members.all()) == [user]
+    add_team_member("robotics", "lead")  # idempotent
+    assert Team.objects.get(name="robotics").members.count() == 1
+    with pytest.raises(CommandError):
+        call_command("add_team_member", "robotics", "nobody", stdout=StringIO())

@@ -1,0 +1,78 @@
+"""Property-based run of schemathesis against /api/v1/schema/: no input makes the API answer 5xx."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from django.contrib.auth.models import User
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis.generation import GenerationMode
+
+from apps.accounts.services import create_api_token
+from gpufinops.wsgi import application
+
+MAX_EXAMPLES = 30
+
+
+@pytest.fixture
+def keep_connection():
+    """Calling the WSGI app directly must not close the test's transaction (as Django's test client ensures)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def test_it_publishes_an_openapi_document_with_every_endpoint(clients):
+    schema = clients["root"].get("/api/v1/schema/?format=json").json()
+    for path in (
+        "/api/v1/usage/",
+        "/api/v1/idle-allocations/",
+        "/api/v1/teams/",
+        "/api/v1/teams/{name}/",
+        "/api/v1/clusters/",
+        "/api/v1/clusters/{name}/",
+    ):
+        assert path in schema["paths"]
+    assert "tokenAuth" in schema["components"]["securitySchemes"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+@pytest.mark.parametrize("who", ["root", "alice"])
+def test_it_never_answers_5xx_to_generated_requests(ledger, users, keep_connection, who, mode):
+    headers = {"Authorization": f"Token {create_api_token(users[who], 1)}"}
+    schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application, headers=headers)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 6
+    seen: dict[str, set[int]] = {}
+    unsatisfiable: list[str] = []
+
+    for operation in operations:
+
+        @given(case=operation.as_strategy(generation_mode=mode))
+        @settings(
+            max_examples=MAX_EXAMPLES,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        def run(case):  # type: ignore[no-untyped-def]
+            response = case.call(headers=headers)
+            assert response.status_code < 500, (case.as_curl_command(), response.text[:500])
+            seen.setdefault(case.operation.label, set()).add(response.status_code)
+
+        try:
+            run()
+        except Unsatisfiable:
+            # Negative mode has nothing to generate for a lone free-form string (e.g. a team name in the path).
+            assert mode == GenerationMode.NEGATIVE
+            unsatisfiable.append(operation.label)
+    assert User.objects.filter(username=who).exists()
+    assert len(unsatisfiable) < len(operations), unsatisfiable
+    if mode == GenerationMode.POSITIVE:
+        assert 200 in seen["GET /api/v1/usage/"], seen

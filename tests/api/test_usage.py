@@ -1,0 +1,129 @@
+"""/api/v1/usage/: the ledger's numbers, grouped every way, from the right rollup."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+from datetime import UTC, datetime
+
+import pytest
+
+from apps.usage.selectors import GROUP_KEYS, usage_report
+
+URL = "/api/v1/usage/"
+DAY_RANGE = "start=2026-11-23&end=2026-11-24"
+FIELDS = ["allocated_gpu_hours", "working_gpu_hours", "idle_gpu_hours", "unmeasured_gpu_hours", "cost", "idle_cost"]
+VISION = dict(zip(FIELDS, [24, 10, 12, 2, 48, 24], strict=True))
+NLP = dict(zip(FIELDS, [16, 4, 12, 0, 48, 36], strict=True))
+UNASSIGNED = dict(zip(FIELDS, [2, 0, 0, 2, 4, 0], strict=True))
+TOTALS = dict(zip(FIELDS, [42, 14, 24, 4, 100, 60], strict=True))
+
+
+def _figures(row):
+    return {name: row[name] for name in FIELDS}
+
+
+def test_it_reports_allocated_working_idle_unmeasured_and_cost_per_team(clients):
+    body = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by=team").json()
+    assert body["start"] == "2026-11-23T00:00:00Z" and body["end"] == "2026-11-24T00:00:00Z"
+    assert body["group_by"] == ["team"] and body["signal"] == "sm_active" and body["currency"] == "USD"
+    by_team = {row["team"]: _figures(row) for row in body["results"]}
+    assert by_team == {"nlp": NLP, "unassigned": UNASSIGNED, "vision": VISION}
+    assert body["totals"] == TOTALS
+    assert body["capacity"] == {
+        "capacity_gpu_hours": 48,
+        "unallocated_gpu_hours": 6,
+        "unavailable_gpu_hours": 2,
+        "unallocated_cost": 12,
+    }
+    assert body["coverage"] == pytest.approx(1 - 4 / 42, abs=1e-6)
+    assert body["provisional"] is False
+
+
+def test_it_defaults_to_the_last_seven_whole_days_by_team(clients):
+    body = clients["root"].get(URL).json()
+    assert body["group_by"] == ["team"]
+    start = datetime.fromisoformat(body["start"])
+    end = datetime.fromisoformat(body["end"])
+    assert (end - start).days == 7
+    assert end == datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+@pytest.mark.parametrize(
+    "combo", [c for n in range(1, len(GROUP_KEYS) + 1) for c in itertools.combinations(GROUP_KEYS, n)]
+)
+def test_it_groups_by_every_combination_and_the_groups_add_up(clients, combo):
+    body = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by={','.join(combo)}").json()
+    assert body["group_by"] == list(combo)
+    assert body["totals"] == TOTALS
+    for name in FIELDS:
+        assert sum(row[name] for row in body["results"]) == pytest.approx(TOTALS[name])
+    keys = [tuple(row[k] for k in combo) for row in body["results"]]
+    assert len(keys) == len(set(keys))
+    for row in body["results"]:
+        assert set(row) == set(combo) | set(FIELDS) | {"coverage"}
+
+
+def test_it_labels_days_hours_and_clusters(clients):
+    body = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by=cluster,day,hour").json()
+    assert [(r["cluster"], r["day"], r["hour"]) for r in body["results"]] == [
+        ("alpha", "2026-11-23", "2026-11-23T00:00:00Z"),
+        ("alpha", "2026-11-23", "2026-11-23T01:00:00Z"),
+        ("beta", "2026-11-23", "2026-11-23T00:00:00Z"),
+        ("beta", "2026-11-23", "2026-11-23T01:00:00Z"),
+    ]
+
+
+def test_it_reads_day_rollups_for_whole_days_and_hour_rollups_otherwise(ledger):
+    start, end = datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 11, 24, tzinfo=UTC)
+    by_day = usage_report(start=start, end=end, group_by=["team"], visible_teams=None)
+    by_hour = usage_report(start=start, end=end, group_by=["team", "hour"], visible_teams=None)
+    partial = usage_report(start=start, end=start.replace(hour=1), group_by=["team"], visible_teams=None)
+    assert (by_day.source, by_hour.source, partial.source) == ("day", "hour", "hour")
+    assert by_day.totals == by_hour.totals == TOTALS
+    assert partial.totals == {name: value / 2 for name, value in TOTALS.items()}
+
+
+def test_it_selects_the_activity_signal(clients):
+    body = clients["root"].get(f"{URL}?{DAY_RANGE}&signal=gpu_util&team=vision").json()
+    assert body["signal"] == "gpu_util"
+    [row] = body["results"]
+    assert _figures(row) == {**VISION, "working_gpu_hours": 16.5, "idle_gpu_hours": 5.5, "idle_cost": 11}
+    assert row["allocated_gpu_hours"] == row["working_gpu_hours"] + row["idle_gpu_hours"] + row["unmeasured_gpu_hours"]
+
+
+def test_it_filters_by_cluster_and_team(clients):
+    body = clients["root"].get(f"{URL}?{DAY_RANGE}&cluster=beta").json()
+    assert [r["team"] for r in body["results"]] == ["nlp"]
+    assert body["capacity"]["capacity_gpu_hours"] == 16
+    body = clients["root"].get(f"{URL}?{DAY_RANGE}&team=unassigned&group_by=namespace").json()
+    assert [(r["namespace"], r["allocated_gpu_hours"], r["coverage"]) for r in body["results"]] == [("misc", 2, 0)]
+    assert clients["root"].get(f"{URL}?{DAY_RANGE}&cluster=nowhere").json()["results"] == []
+
+
+def test_it_flags_ranges_with_provisional_buckets(clients):
+    body = clients["root"].get(f"{URL}?start=2026-11-24&end=2026-11-25").json()
+    assert body["provisional"] is True
+    assert body["coverage"] is None  # nothing allocated in the rollups that day
+
+
+def test_it_returns_the_same_rows_as_csv(clients):
+    response = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by=team,cluster&format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert 'filename="usage_20261123T00_20261124T00.csv"' in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert list(rows[0]) == ["team", "cluster", *FIELDS, "coverage"]
+    assert [(r["team"], r["cluster"], float(r["cost"])) for r in rows] == [
+        ("nlp", "beta", 48.0),
+        ("unassigned", "alpha", 4.0),
+        ("vision", "alpha", 48.0),
+    ]
+
+
+def test_it_answers_csv_errors_as_json(clients):
+    response = clients["root"].get(f"{URL}?format=csv&signal=nope")
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert "signal" in response.json()["errors"]

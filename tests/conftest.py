@@ -1,0 +1,191 @@
+"""Shared fixtures: real PostgreSQL, Redis, Celery worker, Prometheus and SMTP (see tests/harness/).
+
+A test that needs a service that is missing skips with the reason; with GPUFINOPS_REQUIRE_SERVICES=1 (CI)
+it fails instead. The suite runs on SQLite when DATABASE_URL is unset and on PostgreSQL when it is set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness.prometheus import PrometheusServer, start_prometheus
+from tests.harness.services import require_binary, require_service
+from tests.harness.smtp import SmtpServer, start_smtp_server
+from tests.harness.worker import CeleryWorker, database_url_from_settings
+
+TEST_REDIS_DB = int(os.environ.get("GPUFINOPS_TEST_REDIS_DB", "15"))
+
+
+# ---- Database ----
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory) -> None:
+    """On SQLite, put the test database in a file (not in memory) so a Celery worker process can share it."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3" and not db.get("TEST", {}).get("NAME"):
+        db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test_gpufinops.sqlite3")
+
+
+@pytest.fixture
+def postgres_db(db) -> None:
+    """The test database, which must be PostgreSQL (skip locally on SQLite, fail in CI)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        require_service("postgresql", "DATABASE_URL is not a postgres:// URL (the suite is running on SQLite)")
+
+
+@pytest.fixture(scope="session")
+def test_database_url(django_db_setup, django_db_blocker) -> str:
+    """DATABASE_URL of the test database (test_<name>), for subprocesses that must see the test data."""
+    from django.conf import settings
+
+    return database_url_from_settings(settings.DATABASES["default"])
+
+
+# ---- Redis and Celery ----
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """URL of a reachable Redis on a dedicated test DB (REDIS_URL or 127.0.0.1:6379, DB 15), flushed once."""
+    import redis
+
+    base = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
+    if base.count("/") > 2:  # REDIS_URL already names a DB number: replace it with the test DB
+        base = base.rsplit("/", 1)[0]
+    url = f"{base}/{TEST_REDIS_DB}"
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+    try:
+        client.ping()
+        client.flushdb()
+    except redis.RedisError as exc:
+        require_service("redis", f"{url}: {exc}")
+    finally:
+        client.close()
+    return url
+
+
+@pytest.fixture
+def clean_redis(redis_url: str) -> Iterator[str]:
+    """redis_url with its DB flushed before the test (no leftover queues or unacked messages)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    client.close()
+    yield redis_url
+
+
+@pytest.fixture
+def celery_broker(clean_redis: str, settings) -> Iterator[str]:
+    """Point the in-process Celery app at the test Redis (broker and result backend) with eager mode off.
+
+    Yields the broker URL; restores the app's configuration afterwards.
+    """
+    from gpufinops.celery import app
+
+    keys = ("broker_url", "result_backend", "task_always_eager")
+    saved = {key: app.conf.get(key) for key in keys}
+    _reset_celery_connections(app)
+    app.conf.update(broker_url=clean_redis, result_backend=clean_redis, task_always_eager=False)
+    settings.CELERY_BROKER_URL = clean_redis
+    settings.CELERY_RESULT_BACKEND = clean_redis
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    try:
+        yield clean_redis
+    finally:
+        _reset_celery_connections(app)
+        app.conf.update(saved)
+
+
+def _reset_celery_connections(app) -> None:  # type: ignore[no-untyped-def]
+    """Drop the app's cached connection pool and result backend so a new broker URL takes effect."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)
+
+
+@pytest.fixture
+def celery_worker_factory(celery_broker: str, transactional_db, test_database_url: str,
+                          tmp_path: Path) -> Iterator[Callable[..., CeleryWorker]]:
+    """Start real `celery -A gpufinops worker` processes on the test broker and test database.
+
+    `start(**kwargs)` accepts CeleryWorker's keyword arguments (concurrency, pool, queues, extra_env, ...).
+    Every worker is stopped at teardown. Data must be committed to be visible: this uses transactional_db.
+    """
+    workers: list[CeleryWorker] = []
+
+    def start(**kwargs) -> CeleryWorker:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("log_path", tmp_path / f"celery-worker-{len(workers)}.log")
+        worker = CeleryWorker(broker_url=celery_broker, database_url=test_database_url, **kwargs)
+        workers.append(worker)
+        return worker.start()
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+@pytest.fixture
+def celery_worker_proc(celery_worker_factory) -> CeleryWorker:
+    """One real prefork worker (-c 1) consuming from the test Redis and writing to the test database."""
+    return celery_worker_factory()
+
+
+# ---- Prometheus ----
+
+
+@pytest.fixture
+def prometheus_factory() -> Iterator[Callable[..., PrometheusServer]]:
+    """`start(openmetrics_path, *, retention="3650d") -> PrometheusServer`; all are stopped and removed after."""
+    prometheus = require_binary("prometheus")
+    promtool = require_binary("promtool")
+    servers: list[PrometheusServer] = []
+
+    def start(openmetrics_path: Path | None, **kwargs) -> PrometheusServer:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("prometheus", prometheus)
+        kwargs.setdefault("promtool", promtool)
+        server = start_prometheus(openmetrics_path, **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+# ---- SMTP ----
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[SmtpServer]:
+    """A real aiosmtpd server on 127.0.0.1:<free port>; `.messages` lists what it received."""
+    try:
+        server = start_smtp_server()
+    except ImportError as exc:
+        require_service("aiosmtpd", f"not installed ({exc}); pip install -e '.[dev]'")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def smtp_settings(smtp_server: SmtpServer, settings) -> SmtpServer:
+    """Django's SMTP email backend pointed at smtp_server."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST = smtp_server.host
+    settings.EMAIL_PORT = smtp_server.port
+    settings.EMAIL_HOST_USER = ""
+    settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = False
+    settings.EMAIL_USE_SSL = False
+    return smtp_server

@@ -1,0 +1,99 @@
+"""The base page, the overview's empty state, sign-in, static files and /healthz."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from django.db import OperationalError
+
+from apps.inventory.models import Cluster
+
+
+@pytest.mark.django_db
+def test_it_serves_the_overview_with_an_empty_state(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "No clusters yet" in body
+    assert "manage.py add_cluster" in body and "make demo" in body
+    for label, href in [("Teams", "/teams/"), ("Capacity", "/capacity/"), ("Queues", "/queues/"),
+                        ("API docs", "/api/v1/docs/"), ("Admin", "/admin/")]:
+        assert f'href="{href}"' in body, label
+    assert "/static/css/app.css" in body
+    assert "cdn" not in body.lower()
+
+
+@pytest.mark.django_db
+def test_it_lists_clusters_for_signed_in_users(client, django_user_model):
+    Cluster.objects.create(name="prod-a", prometheus_url="http://prometheus:9090")
+    user = django_user_model.objects.create_user("ana", password="pw-123456789")
+    assert "prod-a" not in client.get("/").content.decode()
+    client.force_login(user)
+    body = client.get("/").content.decode()
+    assert "prod-a" in body and "No clusters yet" not in body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/teams/", "/capacity/", "/queues/", "/accounts/login/"])
+def test_it_serves_every_navigation_page(client, path):
+    assert client.get(path).status_code == 200
+
+
+@pytest.mark.django_db
+def test_it_signs_in_with_a_session(client, django_user_model):
+    django_user_model.objects.create_user("ana", password="pw-123456789")
+    response = client.post("/accounts/login/", {"username": "ana", "password": "pw-123456789"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert "ana" in client.get("/").content.decode()
+
+
+def test_it_finds_plotly_js_in_the_installed_package():
+    from django.contrib.staticfiles import finders
+
+    path = finders.find("js/plotly.min.js")
+    assert path and path.endswith("plotly.min.js")
+
+
+def test_it_collects_plotly_js_into_static_root(tmp_path, settings):
+    from django.core.management import call_command
+
+    settings.STATIC_ROOT = tmp_path / "static"
+    call_command("collectstatic", interactive=False, verbosity=0)
+    assert (tmp_path / "static" / "js" / "plotly.min.js").stat().st_size > 1_000_000
+    assert (tmp_path / "static" / "css" / "app.css").is_file()
+
+
+@pytest.mark.django_db
+def test_it_reports_health_without_a_broker(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"database": "ok", "broker": "not configured", "status": "ok"}
+
+
+@pytest.mark.django_db
+def test_it_reports_a_broken_broker_as_degraded(client):
+    from gpufinops.celery import app
+
+    saved = (app.conf.task_always_eager, app.conf.broker_url)
+    app.conf.update(task_always_eager=False, broker_url="redis://127.0.0.1:1/0")
+    try:
+        response = client.get("/healthz")
+    finally:
+        app.conf.update(task_always_eager=saved[0], broker_url=saved[1])
+    body = response.json()
+    assert response.status_code == 200
+    assert body["database"] == "ok" and body["status"] == "degraded"
+    assert body["broker"].startswith("error: ")
+
+
+@pytest.mark.django_db
+def test_it_answers_503_when_the_database_is_down(client):
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    with mock.patch.object(BaseDatabaseWrapper, "cursor", side_effect=OperationalError("connection refused")):
+        response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "degraded"
+    assert body["database"].startswith("error: ") and "connection refused" in body["database"]

@@ -1,0 +1,190 @@
+"""A real Prometheus on a free loopback port, loaded with history from an OpenMetrics text.
+
+    server = start_prometheus(path_to_openmetrics)    # promtool backfill + prometheus + wait for /-/ready
+    server.query("avg_over_time(x[1h])", at=ts)      # -> the API's "result" list
+    server.stop(); server.start()                    # outage and recovery: same port, same data dir
+    server.close()                                   # stop and delete the data dir
+
+The OpenMetrics text must end with `# EOF`; timestamps are Unix seconds and may be weeks old (retention
+defaults to 10 years so nothing backfilled is dropped).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+from tests.harness.services import free_port
+
+CONFIG_YAML = """\
+# gpufinops test harness: no scrape targets, the data comes from backfilled blocks.
+global:
+  scrape_interval: 1h
+  evaluation_interval: 1h
+scrape_configs: []
+"""
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus or promtool did not do what the harness asked."""
+
+
+class PrometheusServer:
+    """One Prometheus process over one data directory; restartable on the same port."""
+
+    def __init__(self, data_dir: Path, *, port: int, retention: str = "3650d", prometheus: str = "prometheus",
+                 promtool: str = "promtool") -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.retention = retention
+        self.prometheus = prometheus
+        self.promtool = promtool
+        self.config_path = data_dir.parent / "prometheus.yml"
+        self.log_path = data_dir.parent / "prometheus.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.config_path.write_text(CONFIG_YAML)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def backfill(self, openmetrics_path: Path) -> None:
+        """Turn an OpenMetrics file into TSDB blocks in the data dir (while stopped; the next start loads them)."""
+        result = subprocess.run(
+            [self.promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics_path), str(self.data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if result.returncode != 0:
+            raise PrometheusError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
+
+    def start(self, timeout: float = 60.0) -> PrometheusServer:
+        """Start Prometheus on self.port over self.data_dir and wait until /-/ready answers 200."""
+        if self.running:
+            return self
+        log = self.log_path.open("ab")
+        try:
+            self.process = subprocess.Popen(
+                [
+                    self.prometheus,
+                    f"--config.file={self.config_path}",
+                    f"--storage.tsdb.path={self.data_dir}",
+                    f"--storage.tsdb.retention.time={self.retention}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                    "--web.enable-lifecycle",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise PrometheusError(f"prometheus exited with {self.process.returncode}:\n{self.log_tail()}")
+            if self._get_status("/-/ready") == 200:
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise PrometheusError(f"prometheus not ready after {timeout}s:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Stop the process (SIGTERM, then SIGKILL); the data dir and port stay for a later start()."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=timeout)
+        self.process = None
+
+    def close(self) -> None:
+        """Stop and delete the data directory."""
+        self.stop()
+        shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+
+    def query(self, promql: str, at: float | datetime | None = None, timeout: float = 10.0) -> list[dict]:
+        """Instant query; returns data.result (a list of {"metric": ..., "value": [ts, "str"]})."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = str(at.timestamp() if isinstance(at, datetime) else at)
+        body = self._get_json("/api/v1/query?" + urllib.parse.urlencode(params), timeout=timeout)
+        return body["data"]["result"]
+
+    def query_value(self, promql: str, at: float | datetime | None = None) -> float | None:
+        """The single scalar of an instant query with one series, or None when it returns nothing."""
+        result = self.query(promql, at)
+        if not result:
+            return None
+        if len(result) != 1:
+            raise PrometheusError(f"{promql!r} returned {len(result)} series, expected one")
+        return float(result[0]["value"][1])
+
+    def wait_for(self, promql: str, at: float | datetime | None = None, timeout: float = 30.0) -> list[dict]:
+        """Poll an instant query until it returns data: backfilled blocks are only queryable once loaded."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.query(promql, at)
+            if result or time.monotonic() > deadline:
+                if not result:
+                    raise PrometheusError(f"{promql!r} still empty after {timeout}s")
+                return result
+            time.sleep(0.5)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _get_status(self, path: str) -> int | None:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=2) as response:
+                return response.status
+        except (urllib.error.URLError, OSError):
+            return None
+
+    def _get_json(self, path: str, timeout: float) -> dict:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:
+            raise PrometheusError(f"GET {path}: HTTP {exc.code}: {exc.read().decode(errors='replace')}") from exc
+        if body.get("status") != "success":
+            raise PrometheusError(f"GET {path}: {body}")
+        return body
+
+
+def start_prometheus(openmetrics_path: Path | None, *, retention: str = "3650d", port: int | None = None,
+                     prometheus: str = "prometheus", promtool: str = "promtool") -> PrometheusServer:
+    """Backfill `openmetrics_path` (if given) into a fresh data dir, start Prometheus, wait until ready."""
+    workdir = Path(tempfile.mkdtemp(prefix="gpufinops-prometheus-"))
+    data_dir = workdir / "data"
+    data_dir.mkdir()
+    server = PrometheusServer(data_dir, port=port or free_port(), retention=retention, prometheus=prometheus,
+                              promtool=promtool)
+    try:
+        if openmetrics_path is not None:
+            server.backfill(Path(openmetrics_path))
+        server.start()
+    except BaseException:
+        server.close()
+        raise
+    return server
