@@ -285,10 +285,12 @@ def main() -> None:
         server.wait(timeout=30)
 
     ms = [s * 1000 for _, s, _ in latencies]
+    load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
     errors = sum(1 for _, _, status in latencies if status != 200)
     print(
         f"\nusage API, {CLUSTER}, week {start:%Y-%m-%d}..{end:%Y-%m-%d}, gunicorn -w {args.workers} "
-        f"--threads {args.threads}, {args.clients} clients, {len(ms)} requests, {os.cpu_count()} CPUs"
+        f"--threads {args.threads}, {args.clients} clients, {len(ms)} requests, {os.cpu_count()} CPUs, "
+        f"load average after the run {load}"
     )
     print(
         f"overall: p50 {statistics.median(ms):.1f} ms, p95 {_percentile(ms, 0.95):.1f} ms, max {max(ms):.1f} ms, "

@@ -86,7 +86,7 @@ def main() -> None:
         from apps.usage import services as ledger
 
         with connection.cursor() as cur:
-            cur.execute("CREATE TEMP TABLE copy_ceiling (LIKE usage_podhour INCLUDING DEFAULTS)")
+            cur.execute("CREATE TEMP TABLE copy_ceiling (LIKE usage_podhour INCLUDING DEFAULTS INCLUDING IDENTITY)")
         t0 = time.perf_counter()
         with connection.cursor() as cur, cur.cursor.copy(
             f"COPY copy_ceiling ({', '.join(POD_COLUMNS)}) FROM STDIN"

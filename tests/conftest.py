@@ -6,7 +6,9 @@ it fails instead. The suite runs on SQLite when DATABASE_URL is unset and on Pos
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,9 +18,6 @@ from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
 from tests.harness.smtp import SmtpServer, start_smtp_server
 from tests.harness.worker import CeleryWorker, database_url_from_settings
-
-TEST_REDIS_DB = int(os.environ.get("GPUFINOPS_TEST_REDIS_DB", "15"))
-
 
 # ---- Database ----
 
@@ -54,23 +53,58 @@ def test_database_url(django_db_setup, django_db_blocker) -> str:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> str:
-    """URL of a reachable Redis on a dedicated test DB (REDIS_URL or 127.0.0.1:6379, DB 15), flushed once."""
+def redis_url() -> Iterator[str]:
+    """URL of a reachable Redis on a test DB of its own (REDIS_URL or 127.0.0.1:6379), flushed once.
+
+    The DB number is 15 unless another test session on this machine holds it (then 14, 13, ... 8): sessions
+    run side by side without flushing each other's queues. GPUFINOPS_TEST_REDIS_DB pins a number.
+    """
     import redis
 
     base = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
     if base.count("/") > 2:  # REDIS_URL already names a DB number: replace it with the test DB
         base = base.rsplit("/", 1)[0]
-    url = f"{base}/{TEST_REDIS_DB}"
+    pinned = os.environ.get("GPUFINOPS_TEST_REDIS_DB")
+    candidates = [int(pinned)] if pinned else list(range(15, 7, -1))
+    lock = _lock_redis_db(candidates)
+    url = f"{base}/{lock.db}"
     client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
     try:
         client.ping()
         client.flushdb()
     except redis.RedisError as exc:
+        lock.release()
         require_service("redis", f"{url}: {exc}")
     finally:
         client.close()
-    return url
+    yield url
+    lock.release()
+
+
+class _RedisDbLock:
+    """An exclusive, per-machine claim on one Redis DB number for this test session (flock on a file)."""
+
+    def __init__(self, db: int, handle) -> None:  # type: ignore[no-untyped-def]
+        self.db = db
+        self.handle = handle
+
+    def release(self) -> None:
+        if not self.handle.closed:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+
+
+def _lock_redis_db(candidates: list[int]) -> _RedisDbLock:
+    lock_dir = Path(tempfile.gettempdir())
+    for db in candidates:
+        handle = (lock_dir / f"gpufinops-test-redis-db-{db}.lock").open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return _RedisDbLock(db, handle)
+    require_service("redis", f"every test Redis DB {candidates} is held by another test session")
 
 
 @pytest.fixture
@@ -107,12 +141,21 @@ def celery_broker(clean_redis: str, settings) -> Iterator[str]:
 
 
 def _reset_celery_connections(app) -> None:  # type: ignore[no-untyped-def]
-    """Drop the app's cached connection pool and result backend so a new broker URL takes effect."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    """Forget every cached connection, producer pool and result backend so a new broker URL takes effect.
+
+    kombu keeps connection and producer pools in process-wide registries keyed by URL: closing a pool without
+    clearing the registry would hand the next test a closed pool ("Acquire on closed pool").
+    """
+    from kombu import pools
+
+    pools.reset()
+    app._pool = None
+    if "amqp" in app.__dict__:
+        app.amqp._producer_pool = None
     app._backend_cache = None
     app._local.__dict__.pop("backend", None)
+    # The producer pool keeps a reference to the (now closed) connection pool: drop it too.
+    app.amqp._producer_pool = None
 
 
 @pytest.fixture

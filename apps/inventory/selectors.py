@@ -17,6 +17,7 @@ from datetime import datetime
 
 from django.db.models import Max
 
+from apps.common.params import MAX_TEXT_LENGTH
 from apps.inventory.models import Cluster, NamespaceTeam, NodeGroup, Team
 from apps.usage.models import Bucket, UsageDay
 
@@ -29,6 +30,11 @@ class TeamInfo:
     display_name: str = ""
     namespaces: list[str] = field(default_factory=list)
     clusters: list[str] = field(default_factory=list)
+
+
+def _plausible_name(name: str) -> bool:
+    """Names from URL paths: anything too long or with control characters (NUL breaks PostgreSQL) is no object."""
+    return 0 < len(name) <= MAX_TEXT_LENGTH and name.isprintable()
 
 
 def _ledger_team_names() -> set[str]:
@@ -49,7 +55,7 @@ def team_list(*, visible_teams: set[str] | None) -> list[TeamInfo]:
 
 def team_get(*, name: str, visible_teams: set[str] | None) -> TeamInfo | None:
     """One team with its explicit namespace mappings and the clusters it has hours in; None when invisible."""
-    if visible_teams is not None and name not in visible_teams:
+    if not _plausible_name(name) or (visible_teams is not None and name not in visible_teams):
         return None
     team = Team.objects.filter(name=name).first()
     in_ledger = UsageDay.objects.filter(team=name).exists()
@@ -94,6 +100,8 @@ def cluster_list(*, visible_teams: set[str] | None) -> list[ClusterInfo]:
 
 def cluster_get(*, name: str, visible_teams: set[str] | None) -> ClusterInfo | None:
     """One visible cluster with its node groups; None when it does not exist or is invisible."""
+    if not _plausible_name(name):
+        return None
     cluster = _visible_clusters(visible_teams).filter(name=name).first()
     if cluster is None:
         return None

@@ -39,6 +39,8 @@ def test_it_publishes_an_openapi_document_with_every_endpoint(clients):
     ):
         assert path in schema["paths"]
     assert "tokenAuth" in schema["components"]["securitySchemes"]
+    assert clients["alice"].get("/api/v1/docs/").status_code == 200
+    assert clients["alice"].get("/api/v1/redoc/").status_code == 200
 
 
 @pytest.mark.slow

@@ -69,6 +69,9 @@ def test_it_answers_404_for_another_teams_details(clients, who):
         "/api/v1/teams/does-not-exist/",
         f"/api/v1/clusters/{other_cluster}/",
         "/api/v1/clusters/does-not-exist/",
+        "/api/v1/clusters/a%00b/",
+        "/api/v1/teams/a%00b/",
+        f"/api/v1/teams/{'x' * 300}/",
     ):
         response = clients[who].get(url)
         assert response.status_code == 404

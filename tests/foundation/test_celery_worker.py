@@ -14,7 +14,8 @@ from apps.common.tasks import ping_task
 pytestmark = pytest.mark.services
 
 
-def test_it_executes_a_task_in_a_real_worker_through_redis(celery_worker_proc):
+@pytest.mark.parametrize("run", [1, 2])  # twice: the second test must not inherit the first one's closed pools
+def test_it_executes_a_task_in_a_real_worker_through_redis(celery_worker_proc, run):
     token = uuid.uuid4().hex
     result = ping_task.delay(token)
     assert result.get(timeout=30) == f"pong:{token}"

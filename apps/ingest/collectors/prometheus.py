@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from prometheus_api_client import PrometheusConnect
+from urllib3.util.retry import Retry
 
 from apps.inventory.models import Cluster
 from apps.usage.ledger import SeriesFact
@@ -121,7 +122,8 @@ class PrometheusSource:
             headers=headers or None,
             disable_ssl=not cluster.prometheus_verify_tls,
             timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT,
-            retry=None,
+            # One quick retry for a dropped connection; real recovery is the bucket's own retry state.
+            retry=Retry(total=1, backoff_factor=0.2, status_forcelist=[502, 503, 504]),
         )
         self.queries = 0
         self.samples = 0
