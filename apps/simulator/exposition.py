@@ -42,7 +42,9 @@ KSM_HELP = {
     "kube_node_info": "Information about a cluster node.",
     "kube_node_labels": "Kubernetes labels converted to Prometheus labels.",
     "kube_node_status_capacity": "The capacity for different resources of a node.",
-    "kube_node_status_allocatable": "The allocatable for different resources of a node that are available for scheduling.",
+    "kube_node_status_allocatable": (
+        "The allocatable for different resources of a node that are available for scheduling."
+    ),
     "kube_node_spec_unschedulable": "Whether a node can schedule new pods.",
     "kube_node_status_condition": "The condition of a cluster node.",
     "kube_node_created": "Unix creation timestamp",
@@ -300,7 +302,7 @@ def export_openmetrics(
         fams += [f for f in KSM_FAMILIES if not metrics or f in metrics]
     out_path = str(out_path)
     tmpdir = tempfile.mkdtemp(prefix="simexport-", dir=os.path.dirname(os.path.abspath(out_path)) or None)
-    files = {f: open(os.path.join(tmpdir, f), "w", buffering=1 << 20) for f in fams}
+    files = {f: open(os.path.join(tmpdir, f), "w", buffering=1 << 20) for f in fams}  # noqa: SIM115 (closed below)
     ksm_job = [("instance", "10.0.0.5:8080"), ("job", "kube-state-metrics")]
     series = set()
     samples = 0
@@ -325,7 +327,7 @@ def export_openmetrics(
                             continue
                         lab = [(k, x) for k, x in lab if x != ""] + ksm_job
                         lines[m].append(m + "{" + ",".join(f'{k}="{_esc(x)}"' for k, x in lab) + "} " + _fmt(v) + " ")
-                for f, ls in lines.items():
+                for ls in lines.values():
                     for s in ls:
                         series.add(hash(s[: s.rindex("}")]))
                 cache_seg = seg

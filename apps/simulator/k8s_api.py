@@ -292,8 +292,8 @@ def _decode_continue(tok: str):
     try:
         d = json.loads(base64.urlsafe_b64decode(tok.encode()))
         return float(d["t"]), int(d["o"])
-    except Exception:
-        raise BadRequest("continue key is not valid")
+    except Exception as exc:
+        raise BadRequest("continue key is not valid") from exc
 
 
 def _make_handler(srv: SimServer):
@@ -467,8 +467,8 @@ def _make_handler(srv: SimServer):
             items = sorted(items, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
             try:
                 limit = int(q.get("limit") or 0)
-            except ValueError:
-                raise BadRequest("limit must be an integer")
+            except ValueError as exc:
+                raise BadRequest("limit must be an integer") from exc
             meta = {"resourceVersion": str(int(snap_t))}
             page = items[offset:]
             if limit > 0 and len(page) > limit:

@@ -467,7 +467,7 @@ class Scenario:
         )
         node.created = created if created is not None else self.t0 - 30 * 86400
         node.uid = _uuid("node", self.name, self.seed, name)
-        node.ip = "10.%d.%d.%d" % (
+        node.ip = "10.%d.%d.%d" % (  # noqa: UP031
             _stable_int(name) % 200 + 10,
             _stable_int(name, 1) % 250,
             _stable_int(name, 2) % 250 + 2,
@@ -557,7 +557,7 @@ class Scenario:
             if replicas:
                 lab["nvidia.com/gpu.sharing-strategy"] = "time-slicing"
                 lab["nvidia.com/gpu.replicas"] = str(replicas)
-                lab["nvidia.com/device-plugin.config"] = "time-sliced-%d" % replicas
+                lab["nvidia.com/device-plugin.config"] = f"time-sliced-{replicas}"
                 if shared_resource == "nvidia.com/gpu.shared":
                     gpu_res = {"nvidia.com/gpu": 0, "nvidia.com/gpu.shared": gpus * replicas}
                 else:
@@ -662,7 +662,7 @@ class Scenario:
         if deleted is not None:
             p.deleted = deleted
             p.deleted_running = deleted_running
-        p.ip = "10.244.%d.%d" % (p.idx // 250 % 250, p.idx % 250 + 2)
+        p.ip = f"10.244.{p.idx // 250 % 250}.{p.idx % 250 + 2}"
         self.pods.append(p)
         if node is not None and start is not None:
             for u in units or []:
@@ -715,8 +715,12 @@ class Scenario:
         if ent.mig_parent:
             kids = [self.entity_values(self.entities[c], t) for c in ent.children]
             s = round(sum(k["sm"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4)
-            gr = round(sum(k["gr"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4)
-            tn = round(sum(k["tensor"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4)
+            gr = round(
+                sum(k["gr"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4
+            )
+            tn = round(
+                sum(k["tensor"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4
+            )
             used = sum(k["fb_used"] for k in kids)
             throttled = False
             kind = None

@@ -64,7 +64,9 @@ def test_it_lists_kueue_objects_in_v1beta2_and_v1beta1(api):
         assert research["spec"][cohort_key] == "gpu-cohort"
         gpu = next(r for r in research["status"]["flavorsReservation"][0]["resources"] if r["name"] == "nvidia.com/gpu")
         assert gpu == {"name": "nvidia.com/gpu", "total": "24", "borrowed": "8"}
-        wls, pages = _pages(lambda **kw: co.list_custom_object_for_all_namespaces(g, version, "workloads", **kw), 2)
+        wls, pages = _pages(
+            lambda v=version, **kw: co.list_custom_object_for_all_namespaces(g, v, "workloads", **kw), 2
+        )
         assert pages > 2
         pending = [
             w
@@ -139,7 +141,7 @@ def test_it_injects_server_errors_and_timeouts(api, served):
         v1.list_node()
     assert exc.value.status == 500
     served.set_fault("timeout")
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (urllib3 raises its own timeout types across versions)
         v1.list_node(_request_timeout=1)
     served.set_fault(None)
     assert v1.list_node().items

@@ -21,8 +21,20 @@ H = datetime(2026, 11, 23, 10, tzinfo=UTC)
 
 
 def node(name="n1", gpus=8, sharing="none", replicas=None, price=2.0, unavailable=False, slices=7, single=0):
-    return NodeFact(name, "pool", "NVIDIA-H100-80GB-HBM3", gpus, sharing, replicas or {}, slices, single, {},
-                    3600.0, unavailable, price)
+    return NodeFact(
+        name,
+        "pool",
+        "NVIDIA-H100-80GB-HBM3",
+        gpus,
+        sharing,
+        replicas or {},
+        slices,
+        single,
+        {},
+        3600.0,
+        unavailable,
+        price,
+    )
 
 
 def pod(name, requests, held=3600.0, node_name="n1", team="vision"):
@@ -30,18 +42,25 @@ def pod(name, requests, held=3600.0, node_name="n1", team="vision"):
 
 
 def series(pod_name, uuid, value, gi="", profile=""):
-    return SeriesFact("ns", pod_name, uuid, gi, profile, {s: value for s in SIGNALS})
+    return SeriesFact("ns", pod_name, uuid, gi, profile, dict.fromkeys(SIGNALS, value))
 
 
 def test_it_splits_allocated_into_working_idle_and_unmeasured():
-    inputs = BucketInputs(H, 3600, [node()], [pod("train", {"nvidia.com/gpu": 4})],
-                          [series("train", "GPU-a", 0.5), series("train", "GPU-b", 0.25), series("train", "GPU-c", 1.0)])
+    inputs = BucketInputs(
+        H,
+        3600,
+        [node()],
+        [pod("train", {"nvidia.com/gpu": 4})],
+        [series("train", "GPU-a", 0.5), series("train", "GPU-b", 0.25), series("train", "GPU-c", 1.0)],
+    )
     row = compute_bucket(inputs).pods[0]
     assert row.allocated == pytest.approx(4.0)
     assert row.working["sm_active"] == pytest.approx(1.75)
     assert row.unmeasured["sm_active"] == pytest.approx(1.0)  # the fourth GPU has no series
     assert row.idle["sm_active"] == pytest.approx(1.25)
-    assert row.allocated == pytest.approx(row.working["sm_active"] + row.idle["sm_active"] + row.unmeasured["sm_active"])
+    assert row.allocated == pytest.approx(
+        row.working["sm_active"] + row.idle["sm_active"] + row.unmeasured["sm_active"]
+    )
 
 
 def test_it_counts_partial_hours_and_node_capacity():
@@ -53,8 +72,15 @@ def test_it_counts_partial_hours_and_node_capacity():
 
 def test_it_shares_time_sliced_gpus_by_replicas():
     ts = node(gpus=2, sharing="time-slicing", replicas={"nvidia.com/gpu": 4.0})
-    result = compute_bucket(BucketInputs(H, 3600, [ts], [pod("a", {"nvidia.com/gpu": 1}), pod("b", {"nvidia.com/gpu": 1})],
-                                         [series("a", "GPU-x", 0.8), series("b", "GPU-x", 0.8)]))
+    result = compute_bucket(
+        BucketInputs(
+            H,
+            3600,
+            [ts],
+            [pod("a", {"nvidia.com/gpu": 1}), pod("b", {"nvidia.com/gpu": 1})],
+            [series("a", "GPU-x", 0.8), series("b", "GPU-x", 0.8)],
+        )
+    )
     a, b = result.pods
     assert a.allocated == pytest.approx(0.25)
     # Every tenant's series repeats the device value; each tenant gets its share of it, never the sum.
@@ -66,23 +92,36 @@ def test_it_weights_mig_slices_by_compute_slices():
     assert unit_share("nvidia.com/mig-3g.40gb", node()) == pytest.approx(3 / 7)
     assert unit_share("nvidia.com/mig-1g.6gb", node(slices=4)) == pytest.approx(1 / 4)
     assert unit_share("nvidia.com/gpu", node(sharing="mig-single", single=2)) == pytest.approx(2 / 7)
-    result = compute_bucket(BucketInputs(
-        H, 3600, [node()], [pod("m", {"nvidia.com/mig-3g.40gb": 1, "nvidia.com/mig-1g.10gb": 1})],
-        [series("m", "GPU-p", 0.7, gi="1", profile="3g.40gb"), series("m", "GPU-p", 0.1, gi="9", profile="1g.10gb")]))
+    result = compute_bucket(
+        BucketInputs(
+            H,
+            3600,
+            [node()],
+            [pod("m", {"nvidia.com/mig-3g.40gb": 1, "nvidia.com/mig-1g.10gb": 1})],
+            [
+                series("m", "GPU-p", 0.7, gi="1", profile="3g.40gb"),
+                series("m", "GPU-p", 0.1, gi="9", profile="1g.10gb"),
+            ],
+        )
+    )
     row = result.pods[0]
     assert row.allocated == pytest.approx(4 / 7)
     assert row.working["sm_active"] == pytest.approx(3 / 7 * 0.7 + 1 / 7 * 0.1)
 
 
 def test_it_reports_unknown_resources_and_never_counts_them():
-    result = compute_bucket(BucketInputs(H, 3600, [node()], [pod("x", {"nvidia.com/weird": 3, "nvidia.com/gpu": 1})], []))
+    result = compute_bucket(
+        BucketInputs(H, 3600, [node()], [pod("x", {"nvidia.com/weird": 3, "nvidia.com/gpu": 1})], [])
+    )
     assert result.pods[0].allocated == pytest.approx(1.0)
     assert any("unknown resource nvidia.com/weird" in w for w in result.warnings)
 
 
 def test_it_treats_garbage_values_as_unmeasured():
-    bad = [SeriesFact("ns", "g", "GPU-1", "", "", {s: float("nan") for s in SIGNALS}),
-           SeriesFact("ns", "g", "GPU-2", "", "", {s: 7.5 for s in SIGNALS})]
+    bad = [
+        SeriesFact("ns", "g", "GPU-1", "", "", {s: float("nan") for s in SIGNALS}),
+        SeriesFact("ns", "g", "GPU-2", "", "", dict.fromkeys(SIGNALS, 7.5)),
+    ]
     row = compute_bucket(BucketInputs(H, 3600, [node()], [pod("g", {"nvidia.com/gpu": 2})], bad)).pods[0]
     assert row.working["sm_active"] == 0
     assert row.unmeasured["sm_active"] == pytest.approx(2.0)
@@ -101,7 +140,9 @@ def test_it_counts_unavailable_nodes_in_capacity():
 
 
 def test_it_applies_the_schedulers_effective_request_rule():
-    assert effective_request([("app", {"nvidia.com/gpu": 1}), ("app", {"nvidia.com/gpu": 1}),
-                              ("init", {"nvidia.com/gpu": 4})]) == {"nvidia.com/gpu": 4}
-    assert effective_request([("app", {"nvidia.com/gpu": 2}), ("sidecar", {"nvidia.com/gpu": 1}),
-                              ("init", {"nvidia.com/gpu": 2})]) == {"nvidia.com/gpu": 3}
+    assert effective_request(
+        [("app", {"nvidia.com/gpu": 1}), ("app", {"nvidia.com/gpu": 1}), ("init", {"nvidia.com/gpu": 4})]
+    ) == {"nvidia.com/gpu": 4}
+    assert effective_request(
+        [("app", {"nvidia.com/gpu": 2}), ("sidecar", {"nvidia.com/gpu": 1}), ("init", {"nvidia.com/gpu": 2})]
+    ) == {"nvidia.com/gpu": 3}
