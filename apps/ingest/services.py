@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -80,8 +81,14 @@ def _pod_requests(pod: PodInfo) -> dict[str, float]:
     return effective_request([(c.kind, c.resources) for c in pod.containers])
 
 
+@transaction.atomic
 def record_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
-    """Nodes upserted; each GPU pod's allocation interval updated; pods that vanished end at last sight."""
+    """Nodes upserted; each GPU pod's allocation interval updated; pods that vanished end at last sight.
+
+    Two workers observing the same cluster at once would race on the same rows: the cluster row's lock
+    serializes them (a no-op on SQLite, which serializes writers anyway).
+    """
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
     inventory.nodes_sync(cluster, snap.nodes, snap.taken_at)
     existing = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster, gone=False)}
     seen: set[str] = set()
