@@ -232,3 +232,13 @@ def smtp_settings(smtp_server: SmtpServer, settings) -> SmtpServer:
     settings.EMAIL_USE_TLS = False
     settings.EMAIL_USE_SSL = False
     return smtp_server
+
+
+# ---- The simulator's Kubernetes API (capacity and queue tests) ----
+
+
+@pytest.fixture(scope="session")
+def kube_world():  # type: ignore[no-untyped-def]
+    from tests.harness.kube_world import start_kube_world
+
+    yield from start_kube_world()

@@ -14,7 +14,7 @@ from apps.capacity.services import prune_capacity_history, record_capacity_snaps
 from apps.inventory.models import Cluster, Team
 from apps.queues.services import record_queue_snapshot
 from apps.simulator.oracle import expected_fragmentation, expected_pending
-from tests.capacity.conftest import read_world_snapshot
+from tests.harness.kube_world import read_world_snapshot
 
 pytestmark = pytest.mark.django_db
 

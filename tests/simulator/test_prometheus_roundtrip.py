@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 
 import pytest
@@ -10,15 +9,16 @@ from django.core.management import call_command
 from prometheus_api_client import PrometheusConnect
 
 from apps.simulator.oracle import _SignalCache
-
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("prometheus") and shutil.which("promtool")), reason="prometheus/promtool not installed"
-)
+from tests.harness.services import require_binary
 
 
 @pytest.fixture(scope="module")
 def prom(demo, tmp_path_factory):
     from tests.harness.prometheus import start_prometheus
+
+    # Skips locally, fails in CI (GPUFINOPS_REQUIRE_SERVICES=1) when Prometheus is not installed.
+    require_binary("prometheus")
+    require_binary("promtool")
 
     out = tmp_path_factory.mktemp("om") / "demo.om"
     since = demo.end - timedelta(hours=3)

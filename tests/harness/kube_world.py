@@ -1,12 +1,13 @@
-"""The simulator's demo cluster behind its Kubernetes API (no Prometheus needed for capacity and queues)."""
+"""The simulator's demo cluster behind its Kubernetes API, at an instant with every capacity and queue case.
+
+Shared by tests/capacity and tests/queues through the `kube_world` fixture in tests/conftest.py.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-
-import pytest
 
 END = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 # An instant at which the demo has every case: a fragmentation-pending, a capacity-pending and an
@@ -31,8 +32,7 @@ class KubeWorld:
         return client.ApiClient(configuration=cfg)
 
 
-@pytest.fixture(scope="session")
-def kube_world() -> Iterator[KubeWorld]:
+def start_kube_world() -> Iterator[KubeWorld]:
     from apps.simulator.k8s_api import start_server
     from apps.simulator.scenario import build_scenario
 
