@@ -34,7 +34,6 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -54,17 +53,6 @@ KINDS = {
     "notebook-idle": (0.0, 0.004),
 }
 KIND_CHOICES = ["train", "train", "batch", "batch", "infer", "infer", "eval", "notebook", "notebook-idle"]
-
-
-def _ensure_db(url: str) -> None:
-    import psycopg
-
-    parsed = urlparse(url)
-    name = parsed.path.lstrip("/")
-    admin = parsed._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _jobs(rng: random.Random, start: datetime, end: datetime, teams: list[str], ns_per_team: int):
@@ -187,7 +175,9 @@ def main() -> None:
 
     os.environ["DATABASE_URL"] = args.db
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
-    _ensure_db(args.db)
+    from common import ensure_db  # bench/common.py (the script's folder is on sys.path)
+
+    ensure_db(args.db)
     import django
 
     django.setup()

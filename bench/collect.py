@@ -32,7 +32,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.db
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
-    _ensure_db(args.db)
+    from common import ensure_db  # bench/common.py (the script's folder is on sys.path)
+
+    ensure_db(args.db)
 
     import django
 
@@ -112,16 +114,6 @@ def main() -> None:
     print(f"pod rows: {n}; write path (delete + COPY in a transaction): {write_rps:,.0f} rows/s; "
           f"raw COPY ceiling: {copy_rps:,.0f} rows/s; ratio {write_rps / copy_rps:.0%}")
     print(f"peak RSS: {rss_peak:.0f} MB (before collection {rss_before:.0f} MB)")
-
-
-def _ensure_db(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 
 from apps.capacity.constants import FULL_RESOLUTION_DAYS, PendingKind
 from apps.capacity.fragmentation import GroupFragmentation, group_fragmentation, node_slots
@@ -196,17 +196,25 @@ def _recount(collection: CapacityCollection) -> None:
 # ---- Retention ----
 
 
-def prune_capacity_history(*, now: datetime | None = None, keep_days: int = FULL_RESOLUTION_DAYS) -> int:
-    """Thins collections older than `keep_days` to the last one per cluster and hour; returns deletions."""
+def thin_collections(model: type[models.Model], *, now: datetime | None, keep_days: int) -> int:
+    """Thins `model` collections older than `keep_days` to the last one per cluster and hour.
+
+    Shared by capacity and queue history (each a `taken_at`-stamped collection per cluster); returns deletions.
+    """
     cutoff = retention_cutoff(now or datetime.now(UTC), keep_days)
     rows = (
-        CapacityCollection.objects.filter(taken_at__lt=cutoff)
+        model.objects.filter(taken_at__lt=cutoff)
         .order_by("cluster_id", "taken_at")
         .values_list("id", "cluster_id", "taken_at")
     )
     doomed = ids_to_thin(rows.iterator())
     for i in range(0, len(doomed), DELETE_CHUNK):
         with transaction.atomic():
-            CapacityCollection.objects.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
-    log.info("capacity history: thinned %d collections before %s", len(doomed), cutoff.isoformat())
+            model.objects.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
+    log.info("%s history: thinned %d collections before %s", model.__name__, len(doomed), cutoff.isoformat())
     return len(doomed)
+
+
+def prune_capacity_history(*, now: datetime | None = None, keep_days: int = FULL_RESOLUTION_DAYS) -> int:
+    """Thins capacity collections older than `keep_days` to the last one per cluster and hour."""
+    return thin_collections(CapacityCollection, now=now, keep_days=keep_days)

@@ -125,10 +125,61 @@ def _overlap(a0: datetime, a1: datetime, b0: datetime, b1: datetime) -> float:
     return max((min(a1, b1) - max(a0, b0)).total_seconds(), 0.0)
 
 
+@dataclass
+class _NodeState:
+    """One node's state within a bucket, from the API's last observation or kube-state-metrics history."""
+
+    labels: dict[str, str]
+    capacity: dict[str, float]
+    allocatable: dict[str, float]
+    ready: bool
+    cordoned: bool
+    first: datetime
+    last: datetime
+
+
+def _state_from_api(n: Node, start: datetime, end: datetime) -> _NodeState:
+    return _NodeState(
+        labels=n.labels,
+        capacity={r: float(v) for r, v in n.capacity.items()},
+        allocatable={r: float(v) for r, v in n.allocatable.items()},
+        ready=n.ready,
+        cordoned=n.unschedulable,
+        first=max(start, n.created) if n.created else start,
+        last=min(end, n.last_seen) if n.gone else end,
+    )
+
+
+def _state_from_ksm(k: KsmNode, start: datetime, end: datetime) -> _NodeState:
+    # Samples land every KSM step: a node seen within two steps of an edge was there at the edge.
+    tolerance = timedelta(seconds=2 * KSM_STEP_SECONDS)
+    return _NodeState(
+        labels=_node_labels_from_ksm(k),
+        capacity=k.capacity,
+        allocatable=k.allocatable,
+        ready=k.ready,
+        cordoned=k.unschedulable,
+        first=start if k.first_seen <= start + tolerance else k.first_seen,
+        last=end if k.last_seen >= end - tolerance else k.last_seen,
+    )
+
+
+def _node_state(api: Node | None, k: KsmNode | None, start: datetime, end: datetime) -> _NodeState:
+    """The API's labels and capacity (richer), kube-state-metrics' state and presence for the hour (historic)."""
+    if k is None:
+        return _state_from_api(api, start, end)  # type: ignore[arg-type]
+    state = _state_from_ksm(k, start, end)
+    if api is not None:
+        state.labels = api.labels
+        state.capacity = {r: float(v) for r, v in api.capacity.items()} or k.capacity
+        if api.created:
+            state.first = max(state.first, api.created)
+    return state
+
+
 def _node_facts(
     cluster: Cluster, start: datetime, end: datetime, ksm: list[KsmNode]
 ) -> list[NodeFact]:
-    tolerance = timedelta(seconds=2 * KSM_STEP_SECONDS)
     api_nodes = {
         n.name: n
         for n in Node.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(last_seen__gte=start))
@@ -137,27 +188,11 @@ def _node_facts(
     price_cache: dict[str, float | None] = {}
     facts = []
     for name in sorted(set(api_nodes) | set(ksm_nodes)):
-        api, k = api_nodes.get(name), ksm_nodes.get(name)
-        labels = api.labels if api else _node_labels_from_ksm(k)  # type: ignore[union-attr]
-        capacity = {r: float(v) for r, v in (api.capacity.items() if api else k.capacity.items())}  # type: ignore
-        if not capacity and k:
-            capacity = k.capacity
-        cls = inventory.classify_node(labels, capacity)
+        state = _node_state(api_nodes.get(name), ksm_nodes.get(name), start, end)
+        cls = inventory.classify_node(state.labels, state.capacity)
         if cls.physical_gpus == 0:
             continue
-        if k:
-            first = start if k.first_seen <= start + tolerance else k.first_seen
-            last = end if k.last_seen >= end - tolerance else k.last_seen
-            if api and api.created:
-                first = max(first, api.created) if api.created > start else first
-            allocatable = k.allocatable
-            ready, cordoned = k.ready, k.unschedulable
-        else:
-            first = max(start, api.created) if api.created else start  # type: ignore[union-attr]
-            last = min(end, api.last_seen) if api.gone else end  # type: ignore[union-attr]
-            allocatable = {r: float(v) for r, v in api.allocatable.items()}  # type: ignore[union-attr]
-            ready, cordoned = api.ready, api.unschedulable  # type: ignore[union-attr]
-        present = _overlap(first, last, start, end)
+        present = _overlap(state.first, state.last, start, end)
         if present <= 0:
             continue
         if cls.gpu_model not in price_cache:
@@ -165,7 +200,7 @@ def _node_facts(
         facts.append(
             NodeFact(
                 name=name,
-                node_group=inventory.node_group_name(labels, cls.gpu_model),
+                node_group=inventory.node_group_name(state.labels, cls.gpu_model),
                 gpu_model=cls.gpu_model,
                 physical_gpus=cls.physical_gpus,
                 sharing=cls.sharing,
@@ -174,7 +209,7 @@ def _node_facts(
                 mig_single_slices=cls.mig_single_slices,
                 mig_memory_fraction=cls.mig_memory_fraction,
                 present_seconds=present,
-                unavailable=(not ready) or cordoned or sum(allocatable.values()) <= 0,
+                unavailable=(not state.ready) or state.cordoned or sum(state.allocatable.values()) <= 0,
                 price=price_cache[cls.gpu_model],
             )
         )

@@ -7,12 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
 
-from apps.ingest.collectors.types import NodeInfo
 from apps.inventory.models import Cluster, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
+
+if TYPE_CHECKING:  # the collector's plain data; inventory never imports ingest at run time
+    from apps.ingest.collectors.types import NodeInfo
 
 _MIG_SUFFIX = re.compile(r"-MIG-(\d+)g\.[0-9a-z.]+$", re.IGNORECASE)
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db import transaction
 from kubernetes import client
 
 from apps.capacity.constants import FULL_RESOLUTION_DAYS
-from apps.capacity.retention import ids_to_thin, retention_cutoff
-from apps.capacity.services import WorkloadInput, record_pending_workloads
+from apps.capacity.services import WorkloadInput, record_pending_workloads, thin_collections
 from apps.capacity.teams import TeamResolver
 from apps.ingest.collectors.types import NamespaceInfo
 from apps.inventory.models import Cluster
@@ -19,7 +18,6 @@ from apps.queues.collectors import KueueObjects, WorkloadInfo, read_kueue, read_
 from apps.queues.models import ClusterQueueSnapshot, LocalQueueSnapshot, QueueCollection, QuotaSnapshot, Workload
 
 log = logging.getLogger(__name__)
-DELETE_CHUNK = 500
 
 
 def record_queue_snapshot(cluster: Cluster, api_client: client.ApiClient, at: datetime) -> QueueCollection:
@@ -185,15 +183,4 @@ def prune_queue_history(*, now: datetime | None = None, keep_days: int = FULL_RE
 
     Workload rows are kept: they are one per workload and carry the admission-wait history.
     """
-    cutoff = retention_cutoff(now or datetime.now(UTC), keep_days)
-    rows = (
-        QueueCollection.objects.filter(taken_at__lt=cutoff)
-        .order_by("cluster_id", "taken_at")
-        .values_list("id", "cluster_id", "taken_at")
-    )
-    doomed = ids_to_thin(rows.iterator())
-    for i in range(0, len(doomed), DELETE_CHUNK):
-        with transaction.atomic():
-            QueueCollection.objects.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
-    log.info("queue history: thinned %d collections before %s", len(doomed), cutoff.isoformat())
-    return len(doomed)
+    return thin_collections(QueueCollection, now=now, keep_days=keep_days)
