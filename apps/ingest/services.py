@@ -77,6 +77,10 @@ class CollectReport:
 
 # ---- Kubernetes observations ----
 
+OBSERVATION_FIELDS = ["namespace", "pod", "node", "phase", "labels", "requests", "started", "finished", "last_seen",
+                      "gone"]
+
+
 def _pod_requests(pod: PodInfo) -> dict[str, float]:
     return effective_request([(c.kind, c.resources) for c in pod.containers])
 
@@ -90,13 +94,17 @@ def record_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
     """
     Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
     inventory.nodes_sync(cluster, snap.nodes, snap.taken_at)
-    existing = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster, gone=False)}
-    seen: set[str] = set()
+    uids = [p.uid for p in snap.pods]
+    # Pods not gone, plus any of this snapshot's pods seen before (a pod can come back after a blip).
+    known = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(uid__in=uids))}
+    to_create, to_update = [], []
     for pod in snap.pods:
-        seen.add(pod.uid)
-        obs = existing.get(pod.uid) or PodObservation.objects.filter(cluster=cluster, uid=pod.uid).first()
+        obs = known.get(pod.uid)
         if obs is None:
             obs = PodObservation(cluster=cluster, uid=pod.uid, first_seen=snap.taken_at)
+            to_create.append(obs)
+        else:
+            to_update.append(obs)
         obs.namespace, obs.pod, obs.node, obs.phase = pod.namespace, pod.name, pod.node, pod.phase
         obs.labels = pod.labels
         obs.requests = _pod_requests(pod)
@@ -105,13 +113,16 @@ def record_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
         obs.finished = pod.finished or (pod.deletion if pod.phase == "Running" and pod.deletion else None)
         obs.last_seen = snap.taken_at
         obs.gone = False
-        obs.save()
-    vanished = [o for uid, o in existing.items() if uid not in seen]
-    for obs in vanished:
-        obs.gone = True
-        if obs.finished is None and obs.started is not None:
-            obs.finished = obs.last_seen  # disappeared while running: ends at its last observation
-        obs.save(update_fields=["gone", "finished"])
+    seen = set(uids)
+    for uid, obs in known.items():
+        if uid not in seen and not obs.gone:
+            obs.gone = True
+            if obs.finished is None and obs.started is not None:
+                obs.finished = obs.last_seen  # disappeared while running: ends at its last observation
+            to_update.append(obs)
+    # Bulk writes: a 10,000-GPU cluster has thousands of GPU pods; one UPDATE each dominated the bucket.
+    PodObservation.objects.bulk_create(to_create, batch_size=1000)
+    PodObservation.objects.bulk_update(to_update, OBSERVATION_FIELDS, batch_size=1000)
 
 
 # ---- Building one bucket's inputs ----

@@ -112,18 +112,29 @@ def _float_map(raw: dict[str, str]) -> dict[str, float]:
     return out
 
 
+NODE_FIELDS = ["node_group", "gpu_model", "physical_gpus", "sharing", "labels", "capacity", "allocatable", "ready",
+               "unschedulable", "created", "last_seen", "gone"]
+
+
 @transaction.atomic
 def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -> list[Node]:
     """Upsert the nodes of one observation; nodes not in it are marked gone (kept for history)."""
     existing = {n.name: n for n in Node.objects.filter(cluster=cluster)}
     groups = {g.name: g for g in NodeGroup.objects.filter(cluster=cluster)}
     seen: list[Node] = []
+    to_create: list[Node] = []
+    to_update: list[Node] = []
     for info in nodes:
         cls = classify_node(info.labels, _float_map(info.capacity))
         gname = node_group_name(info.labels, cls.gpu_model)
         if gname not in groups:
             groups[gname] = NodeGroup.objects.create(cluster=cluster, name=gname)
-        node = existing.get(info.name) or Node(cluster=cluster, name=info.name, first_seen=seen_at)
+        node = existing.get(info.name)
+        if node is None:
+            node = Node(cluster=cluster, name=info.name, first_seen=seen_at)
+            to_create.append(node)
+        else:
+            to_update.append(node)
         node.node_group = groups[gname]
         node.gpu_model = cls.gpu_model
         node.physical_gpus = cls.physical_gpus
@@ -136,8 +147,10 @@ def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -
         node.created = info.created
         node.last_seen = seen_at
         node.gone = False
-        node.save()
         seen.append(node)
+    # Bulk writes: one UPDATE per node was most of an observation's time on a 1,250-node cluster.
+    Node.objects.bulk_create(to_create, batch_size=1000)
+    Node.objects.bulk_update(to_update, NODE_FIELDS, batch_size=1000)
     names = {n.name for n in seen}
     Node.objects.filter(cluster=cluster, gone=False).exclude(name__in=names).update(gone=True)
     return seen
