@@ -242,3 +242,12 @@ def kube_world():  # type: ignore[no-untyped-def]
     from tests.harness.kube_world import start_kube_world
 
     yield from start_kube_world()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Each test starts with an empty cache (cached usage answers and throttle counters are per process)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -10,6 +10,7 @@ Access control is one argument, ``visible_teams``: the set from
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max, Q, QuerySet, Sum
+from django.core.cache import cache
+from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from apps.inventory.models import Cluster
@@ -105,7 +107,45 @@ class UsageReport:
         return data
 
 
+def ledger_version() -> tuple:
+    """Changes whenever the ledger does: every bucket write stamps `collected_at` (and cluster deletion
+    drops buckets, which changes the count)."""
+    v = Bucket.objects.aggregate(latest=Max("collected_at"), n=Count("id"))
+    return (v["latest"].isoformat() if v["latest"] else "", v["n"])
+
+
 def usage_report(
+    *,
+    start: datetime,
+    end: datetime,
+    group_by: list[str],
+    signal: str = DEFAULT_SIGNAL,
+    visible_teams: set[str] | None,
+    cluster: str | None = None,
+    team: str | None = None,
+) -> UsageReport:
+    """`compute_usage_report`, answered from the cache while the ledger has not changed.
+
+    Dashboards and reporting tools ask the same ranges over and over; the key holds every input,
+    including which teams the caller sees, and the ledger's version, so an answer is never shared
+    across visibility or outlived by a bucket write. `GPUFINOPS_API_CACHE_SECONDS=0` turns it off.
+    """
+    args = {"start": start, "end": end, "group_by": list(group_by), "signal": signal,
+            "visible_teams": visible_teams, "cluster": cluster, "team": team}
+    ttl = settings.GPUFINOPS_API_CACHE_SECONDS
+    if ttl <= 0:
+        return compute_usage_report(**args)
+    raw = repr((ledger_version(), start.isoformat(), end.isoformat(), tuple(group_by), signal,
+                None if visible_teams is None else tuple(sorted(visible_teams)), cluster, team))
+    key = "usage_report:" + hashlib.sha256(raw.encode()).hexdigest()
+    report = cache.get(key)
+    if report is None:
+        report = compute_usage_report(**args)
+        cache.set(key, report, ttl)
+    return report
+
+
+def compute_usage_report(
     *,
     start: datetime,
     end: datetime,
