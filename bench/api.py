@@ -162,6 +162,41 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+WRK_SCRIPT = """
+local reqs = {%s}
+local i = 0
+request = function()
+  i = i %% #reqs + 1
+  return wrk.format("GET", reqs[i][1], {["Authorization"] = "Token " .. reqs[i][2]})
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("overall (wrk): p50 %%.1f ms, p95 %%.1f ms, max %%.1f ms, errors %%d, %%.0f requests/s\\n",
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency.max / 1000,
+    e.connect + e.read + e.write + e.status + e.timeout, summary.requests / (summary.duration / 1e6)))
+end
+"""
+
+
+def _run_wrk(port: int, mix: list[tuple[str, str]], tokens: dict[str, str], clients: int, duration: int) -> str:
+    """Closed-loop load from wrk: `clients` connections cycling through the same mix of requests."""
+    import shutil
+    import tempfile
+
+    if shutil.which("wrk") is None:
+        raise SystemExit("--client wrk needs wrk (apt-get install -y wrk)")
+    entries = ", ".join(f'{{"{path}", "{tokens[who]}"}}' for who, path in mix)
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
+        fh.write(WRK_SCRIPT % entries)
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{clients}", f"-d{duration}s", "--timeout", "10s", "-s", fh.name, f"http://127.0.0.1:{port}/"],
+        capture_output=True, text=True, check=True,
+    )
+    os.unlink(fh.name)
+    header = f"{clients} connections for {duration}s, gunicorn on the same {os.cpu_count()} CPUs"
+    return header + "\n" + "\n".join(line for line in out.stdout.splitlines() if line.startswith("overall"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
@@ -169,6 +204,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--client", choices=["python", "wrk"], default="python",
+        help="load generator: Python threads (default), or wrk (Debian `wrk`), which leaves the cores to the server",
+    )
+    parser.add_argument("--duration", type=int, default=20, help="seconds of load with --client wrk")
     parser.add_argument("--namespaces-per-team", type=int, default=1)
     parser.add_argument("--with-hourly", action="store_true", help="add group_by=team,hour (hour rollup) to the mix")
     args = parser.parse_args()
@@ -241,6 +281,10 @@ def main() -> None:
             status, body = _get(conn, path, tokens[who])
             if status != 200:
                 raise RuntimeError(f"{path} -> {status}: {body[:300]!r}")
+
+        if args.client == "wrk":
+            print(_run_wrk(port, mix, tokens, args.clients, args.duration))
+            return
 
         latencies: list[tuple[int, float, int]] = []  # (mix index, seconds, status)
         lock = threading.Lock()

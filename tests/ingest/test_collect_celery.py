@@ -24,3 +24,30 @@ def test_it_collects_a_cluster_in_a_real_worker(sim_world, celery_worker_proc):
         time.sleep(0.2)
     assert done.count() == 24
     assert PodHour.objects.filter(cluster=cluster).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_recovers_after_the_celery_worker_is_killed_mid_bucket(sim_world, celery_worker_factory):
+    from apps.ingest.services import collect_cluster
+
+    reference = make_cluster(sim_world, name="reference")
+    collect_cluster(reference, sim_world.hours, now=sim_world.end)
+    cluster = make_cluster(sim_world, name="killed")
+    worker = celery_worker_factory(extra_env={"GPUFINOPS_BUCKET_LEASE_SECONDS": "2"})
+    collect_cluster_task.delay(cluster.pk)
+    deadline = time.monotonic() + 300
+    while Bucket.objects.filter(cluster=cluster, status="ok").count() < 3:
+        assert time.monotonic() < deadline, worker.log_tail()
+        time.sleep(0.05)
+    worker.kill()  # SIGKILL, in the middle of the run
+    assert Bucket.objects.filter(cluster=cluster, status="ok", hour__in=sim_world.hours).count() < 24
+    time.sleep(2.5)  # the dead worker's lease runs out
+    for _ in range(2):  # within two cycles, driven by bucket state
+        collect_cluster(cluster, None, now=sim_world.end)
+    assert Bucket.objects.filter(cluster=cluster, status="ok", hour__in=sim_world.hours).count() == 24
+
+    def rows(c):
+        fields = [f.attname for f in PodHour._meta.fields if f.attname not in ("id", "cluster_id")]
+        return list(PodHour.objects.filter(cluster=c, hour__in=sim_world.hours).order_by(*fields).values_list(*fields))
+
+    assert rows(cluster) == rows(reference)
