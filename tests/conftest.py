@@ -251,3 +251,19 @@ def _fresh_cache() -> Iterator[None]:
 
     cache.clear()
     yield
+
+
+# ---- Headless Chromium (UI tests) ----
+
+
+@pytest.fixture
+def browser():  # type: ignore[no-untyped-def]
+    """A headless Chromium page driven over DevTools; skips locally / fails in CI when chromium is missing."""
+    from tests.harness.browser import Browser, chromium_path
+
+    binary = chromium_path()
+    if binary is None:
+        require_service("chromium", "no chromium binary on PATH (Debian: apt-get install -y chromium)")
+    b = Browser.start(binary)
+    yield b
+    b.close()

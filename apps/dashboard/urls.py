@@ -6,9 +6,8 @@ from apps.dashboard import views
 app_name = "dashboard"
 urlpatterns = [
     path("", views.overview, name="overview"),
-    path("teams/", views.placeholder, {"title": "Teams"}, name="teams"),
-    path("capacity/", views.placeholder, {"title": "Capacity"}, name="capacity"),
-    path("queues/", views.placeholder, {"title": "Queues"}, name="queues"),
+    path("capacity/", views.capacity, name="capacity"),
+    path("queues/", views.queues, name="queues"),
     path("healthz", views.healthz, name="healthz"),
     # Session sign-in for the dashboards and the browsable API (LOGIN_URL = /accounts/login/).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

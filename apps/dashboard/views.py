@@ -1,27 +1,88 @@
-"""The base pages: overview (with the newcomer's empty state), placeholders for later dashboards, /healthz."""
+"""The dashboard pages (overview, capacity, queues) and /healthz. Views call selectors and pure chart functions;
+they never call the REST API over HTTP. The app has no models."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from django.contrib.auth.decorators import login_required
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from apps.accounts.selectors import visible_team_names
+from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_list
+from apps.dashboard import charts
 from apps.inventory.models import Cluster
+from apps.queues.selectors import queue_list, queue_usage
+from apps.usage.selectors import idle_allocation_list, usage_report
+from apps.usage.signals import DEFAULT_SIGNAL
 
 BROKER_TIMEOUT_SECONDS = 2.0
 
 
+PERIODS = {"1": 1, "7": 7, "30": 30}
+
+
+def _period(request: HttpRequest) -> tuple[datetime, datetime, int]:
+    """The last N days up to the end of the current (provisional) hour; N from ?days=1|7|30, default 7."""
+    days = PERIODS.get(request.GET.get("days", "7"), 7)
+    end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    return end - timedelta(days=days), end, days
+
+
 def overview(request: HttpRequest) -> HttpResponse:
-    """The landing page: clusters at a glance, or how to add the first one."""
+    """The landing page: the period's GPU-hours and cost for the teams the user sees, or how to start."""
     clusters = list(Cluster.objects.all()) if request.user.is_authenticated else []
-    context = {"clusters": clusters, "cluster_count": Cluster.objects.count()}
+    context: dict = {"cluster_count": Cluster.objects.count(), "clusters": clusters, "periods": list(PERIODS)}
+    if request.user.is_authenticated and context["cluster_count"]:
+        start, end, days = _period(request)
+        teams = visible_team_names(request.user)
+        by_day = usage_report(start=start, end=end, group_by=["day"], visible_teams=teams)
+        by_team = usage_report(start=start, end=end, group_by=["team"], visible_teams=teams)
+        idle = idle_allocation_list(visible_teams=teams)[:10]
+        context.update(
+            start=start, end=end, days=days, totals=by_day.totals, coverage=by_day.coverage,
+            capacity=by_day.capacity, provisional=by_day.provisional,
+            teams=sorted(by_team.results, key=lambda r: -r["allocated_gpu_hours"]), idle=idle,
+            figures=charts.as_script_data({
+                "chart-daily": charts.daily_activity(by_day.results),
+                "chart-teams": charts.team_split(by_team.results),
+            }),
+        )
     return render(request, "dashboard/overview.html", context)
 
 
-def placeholder(request: HttpRequest, title: str) -> HttpResponse:
-    """A page the navigation links to before its dashboard exists."""
-    return render(request, "dashboard/placeholder.html", {"title": title})
+@login_required
+def capacity(request: HttpRequest) -> HttpResponse:
+    """Fragmentation per node group now, and free GPUs next to the largest free block over time."""
+    teams = visible_team_names(request.user)
+    now = timezone.now()
+    start, end, days = _period(request)
+    groups = [
+        (g, [g.placeable.get(k, 0) for k in ("1", "2", "4", "8")], [g.stranded_gpus.get(k, 0) for k in ("2", "4", "8")])
+        for g in fragmentation_at(at=now, visible_teams=teams)
+    ]
+    history = fragmentation_range(start=start, end=end, visible_teams=teams)
+    pending = pending_list(at=now, visible_teams=teams)[:50]
+    context = {
+        "groups": groups, "pending": pending, "days": days, "periods": list(PERIODS),
+        "figures": charts.as_script_data({"chart-free": charts.free_over_time(history)}),
+    }
+    return render(request, "dashboard/capacity.html", context)
+
+
+@login_required
+def queues(request: HttpRequest) -> HttpResponse:
+    """Kueue quota per ClusterQueue next to the GPU-hours its pods allocated and worked."""
+    teams = visible_team_names(request.user)
+    start, end, days = _period(request)
+    rows = queue_usage(start=start, end=end, signal=DEFAULT_SIGNAL, visible_teams=teams)
+    quotas = queue_list(at=timezone.now(), visible_teams=teams)
+    return render(request, "dashboard/queues.html",
+                  {"rows": rows, "quotas": quotas, "days": days, "periods": list(PERIODS)})
 
 
 def database_status() -> str:

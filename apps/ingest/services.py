@@ -399,7 +399,7 @@ def collect_cluster(
             report.failed[h] = str(exc)
         return report
     record_observations(cluster, snap)
-    _record_side_snapshots(cluster, snap, api_client)
+    record_side_snapshots(cluster, snap, api_client)
     namespaces = {ns.name: ns.labels for ns in snap.namespaces}
     try:
         source = source or PrometheusSource(cluster)
@@ -418,7 +418,7 @@ def collect_cluster(
     return report
 
 
-def _record_side_snapshots(cluster: Cluster, snap: ClusterSnapshot, api_client: object) -> None:
+def record_side_snapshots(cluster: Cluster, snap: ClusterSnapshot, api_client: object) -> None:
     """Capacity and queue snapshots ride on the same observation (same time, so pending pods and pending
     workloads land in one collection); their failure never fails the ledger."""
     from apps.capacity import services as capacity

@@ -17,7 +17,7 @@ def test_it_serves_the_overview_with_an_empty_state(client):
     body = response.content.decode()
     assert "No clusters yet" in body
     assert "manage.py add_cluster" in body and "make demo" in body
-    for label, href in [("Teams", "/teams/"), ("Capacity", "/capacity/"), ("Queues", "/queues/"),
+    for label, href in [("Capacity", "/capacity/"), ("Queues", "/queues/"),
                         ("API docs", "/api/v1/docs/"), ("Admin", "/admin/")]:
         assert f'href="{href}"' in body, label
     assert "/static/css/app.css" in body
@@ -35,9 +35,17 @@ def test_it_lists_clusters_for_signed_in_users(client, django_user_model):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/teams/", "/capacity/", "/queues/", "/accounts/login/"])
-def test_it_serves_every_navigation_page(client, path):
+@pytest.mark.parametrize("path", ["/capacity/", "/queues/", "/accounts/login/"])
+def test_it_serves_every_navigation_page(client, path, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ana", password="pw-123456789"))
     assert client.get(path).status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/capacity/", "/queues/"])
+def test_it_sends_anonymous_visitors_to_sign_in(client, path):
+    response = client.get(path)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
 @pytest.mark.django_db

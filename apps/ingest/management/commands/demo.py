@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import secrets
 import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -21,6 +22,38 @@ DEMO_PRICES = {
 
 
 class Command(BaseCommand):
+    def _capacity_history(self, cluster, server, since: datetime, now: datetime) -> None:  # type: ignore[no-untyped-def]
+        """Hourly capacity and queue snapshots for the week, read from the simulator set to each hour.
+
+        A live installation builds this history one collection at a time; the demo replays it so the
+        fragmentation chart has a past.
+        """
+        import dataclasses
+
+        from apps.ingest import services
+        from apps.ingest.collectors.kubernetes import api_client_for, read_snapshot
+
+        api_client = api_client_for(cluster)
+        at = since.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        while at <= now:
+            server.set_time(at)
+            snap = dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
+            services.record_side_snapshots(cluster, snap, api_client)
+            at += timedelta(hours=1)
+        server.set_time(now)
+        self.stdout.write("capacity and queue history recorded hourly for the period")
+
+    def _demo_user(self) -> None:
+        """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones)."""
+        from django.contrib.auth import get_user_model
+
+        users = get_user_model()
+        if users.objects.exists():
+            return
+        password = secrets.token_urlsafe(12)
+        users.objects.create_user("demo", password=password, is_staff=True)
+        self.stdout.write(self.style.SUCCESS(f"sign in at http://127.0.0.1:8000/ as demo / {password}"))
+
     help = "Seed the embedded demo: a simulated cluster and a week of ledger collected from it in-process."
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
@@ -60,8 +93,10 @@ class Command(BaseCommand):
                 cluster, hours, now=now, source=SimulatedSource(scenario),
                 progress=lambda m: print(m, file=sys.stderr),
             )
+            self._capacity_history(cluster, server, since, now)
         finally:
             server.stop()
         self.stdout.write(f"{cluster.name}: {len(report.written)} buckets written, {len(report.failed)} failed")
+        self._demo_user()
         if report.failed:
             raise CommandError(f"demo collection had failures: {next(iter(report.failed.values()))}")
