@@ -80,7 +80,8 @@ def queues(request: HttpRequest) -> HttpResponse:
     teams = visible_team_names(request.user)
     start, end, days = _period(request)
     rows = queue_usage(start=start, end=end, signal=DEFAULT_SIGNAL, visible_teams=teams)
-    quotas = queue_list(at=timezone.now(), visible_teams=teams)
+    # GPU resources only: CPU and memory quota are in the API (/api/v1/queues/), not this GPU page.
+    quotas = [q for q in queue_list(at=timezone.now(), visible_teams=teams) if q.resource.startswith("nvidia.com/")]
     return render(request, "dashboard/queues.html",
                   {"rows": rows, "quotas": quotas, "days": days, "periods": list(PERIODS)})
 
