@@ -24,6 +24,12 @@ app.conf.beat_schedule = {
         "task": "apps.ingest.tasks.collect_all_clusters_task",
         "schedule": crontab(minute="*/5"),
     },
+    # Hourly at :30: the last complete week's report, once every bucket of it is final (sent once per
+    # subscription and week). Twin: `manage.py send_reports`.
+    "send-weekly-reports": {
+        "task": "apps.reports.tasks.send_weekly_reports_task",
+        "schedule": crontab(minute=30),
+    },
     # Hourly at :20: thin capacity snapshots older than 7 days to one per hour. Twin: `manage.py prune_capacity`.
     "prune-capacity-history": {
         "task": "apps.capacity.tasks.prune_capacity_history_task",

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "apps.usage",
     "apps.capacity",
     "apps.queues",
+    "apps.reports",
     "apps.dashboard",
     "apps.simulator",
 ]
@@ -150,6 +151,8 @@ else:
     EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
     EMAIL_PORT = envint("EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "gpufinops@localhost")
+# Where links in emails point (the dashboard's public address).
+GPUFINOPS_BASE_URL = envstr("GPUFINOPS_BASE_URL", "http://127.0.0.1:8000")
 
 # ---- REST API ----
 REST_FRAMEWORK = {
