@@ -360,7 +360,7 @@ def due_hours(cluster: Cluster, now: datetime) -> list[datetime]:
         Bucket.objects.filter(cluster=cluster, state=Bucket.State.FINAL, status=Bucket.Status.OK)
         .order_by("-hour").values_list("hour", flat=True).first()
     )
-    first = last_final + HOUR if last_final else current - timedelta(hours=24)
+    first = last_final + HOUR if last_final else current - timedelta(hours=settings.GPUFINOPS_FIRST_RUN_HOURS)
     hours = set()
     h = first
     while h <= current:

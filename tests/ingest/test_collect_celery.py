@@ -10,14 +10,19 @@ from apps.ingest.tasks import collect_cluster_task
 from apps.usage.models import Bucket, PodHour
 from tests.ingest.conftest import make_cluster
 
+# The worker collects "now" by the wall clock, while the simulated day ends at the top of the hour the test
+# session started in: reach back far enough that a session crossing an hour still covers the whole day.
+FIRST_RUN = {"GPUFINOPS_FIRST_RUN_HOURS": "30"}
+
 
 @pytest.mark.django_db(transaction=True)
-def test_it_collects_a_cluster_in_a_real_worker(sim_world, celery_worker_proc):
+def test_it_collects_a_cluster_in_a_real_worker(sim_world, celery_worker_factory):
+    celery_worker_factory(extra_env=FIRST_RUN)
     cluster = make_cluster(sim_world, name="celery")
     result = collect_cluster_task.delay(cluster.pk)
     outcome = result.get(timeout=600)
     assert outcome["cluster"] == "celery"
-    # First run: the last 24 hours up to now; the simulated history ends at the top of this hour.
+    # First run: the last FIRST_RUN hours up to now, which covers the simulated day however late it is.
     done = Bucket.objects.filter(cluster=cluster, hour__in=sim_world.hours, status="ok", state="final")
     deadline = time.monotonic() + 10
     while done.count() < 24 and time.monotonic() < deadline:
@@ -33,7 +38,7 @@ def test_it_recovers_after_the_celery_worker_is_killed_mid_bucket(sim_world, cel
     reference = make_cluster(sim_world, name="reference")
     collect_cluster(reference, sim_world.hours, now=sim_world.end)
     cluster = make_cluster(sim_world, name="killed")
-    worker = celery_worker_factory(extra_env={"GPUFINOPS_BUCKET_LEASE_SECONDS": "2"})
+    worker = celery_worker_factory(extra_env={**FIRST_RUN, "GPUFINOPS_BUCKET_LEASE_SECONDS": "2"})
     collect_cluster_task.delay(cluster.pk)
     deadline = time.monotonic() + 300
     while Bucket.objects.filter(cluster=cluster, status="ok").count() < 3:
