@@ -17,7 +17,7 @@ from apps.capacity.selectors import fragmentation_at, fragmentation_range, pendi
 from apps.dashboard import charts
 from apps.inventory.models import Cluster
 from apps.queues.selectors import queue_list, queue_usage
-from apps.usage.selectors import idle_allocation_list, usage_report
+from apps.usage.selectors import busy_share, idle_allocation_list, usage_report
 from apps.usage.signals import DEFAULT_SIGNAL
 
 BROKER_TIMEOUT_SECONDS = 2.0
@@ -42,10 +42,13 @@ def overview(request: HttpRequest) -> HttpResponse:
         teams = visible_team_names(request.user)
         by_day = usage_report(start=start, end=end, group_by=["day"], visible_teams=teams)
         by_team = usage_report(start=start, end=end, group_by=["team"], visible_teams=teams)
+        # The same hours under the naive gauge: the gap is what dashboards built on GPU_UTIL overstate.
+        naive = usage_report(start=start, end=end, group_by=[], signal="gpu_util", visible_teams=teams)
         idle = idle_allocation_list(visible_teams=teams)[:10]
         context.update(
             start=start, end=end, days=days, totals=by_day.totals, coverage=by_day.coverage,
             capacity=by_day.capacity, provisional=by_day.provisional,
+            busy_sm=busy_share(by_day.totals), busy_naive=busy_share(naive.totals),
             teams=sorted(by_team.results, key=lambda r: -r["allocated_gpu_hours"]), idle=idle,
             figures=charts.as_script_data({
                 "chart-daily": charts.daily_activity(by_day.results),

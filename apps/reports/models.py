@@ -35,6 +35,8 @@ class ReportRun(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.SENDING)
     sent_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # SHA-256 of the CSV sent: finance can prove later that a file is the one this week was closed with.
+    csv_sha256 = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -7,6 +7,7 @@ The numbers come from the same selectors (and rollups) as the dashboard and the 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,7 +22,7 @@ from apps.reports import emails
 from apps.reports.models import ReportRun, ReportSubscription
 from apps.usage.api.renderers import UsageCSVRenderer
 from apps.usage.models import Bucket
-from apps.usage.selectors import usage_report
+from apps.usage.selectors import busy_share, usage_report
 
 log = logging.getLogger(__name__)
 CSV_GROUPS = ["team", "namespace", "cluster", "gpu_model"]
@@ -64,6 +65,7 @@ def report_context(sub: ReportSubscription, start: datetime, end: datetime) -> t
     """The email's context and its CSV attachment, for the teams the subscription covers."""
     teams = set(sub.teams) if sub.teams else None
     summary = usage_report(start=start, end=end, group_by=["team"], visible_teams=teams)
+    naive = usage_report(start=start, end=end, group_by=[], signal="gpu_util", visible_teams=teams)
     detail = usage_report(start=start, end=end, group_by=CSV_GROUPS, visible_teams=teams)
     ctx = {
         "start": start,
@@ -75,8 +77,14 @@ def report_context(sub: ReportSubscription, start: datetime, end: datetime) -> t
         "capacity": summary.capacity,
         "scope": ", ".join(sorted(sub.teams)) if sub.teams else "all teams",
         "dashboard_url": settings.GPUFINOPS_BASE_URL.rstrip("/") + "/?days=7",
+        "busy_sm": busy_share(summary.totals),
+        "busy_naive": busy_share(naive.totals),
     }
-    return ctx, UsageCSVRenderer().render(detail.as_dict())
+    # RFC 4180 line endings: SMTP carries text with CRLF anyway, so the file the reader saves has exactly
+    # the bytes the checksum below was taken of.
+    csv_bytes = UsageCSVRenderer().render(detail.as_dict()).replace(b"\n", b"\r\n")
+    ctx["csv_sha256"] = hashlib.sha256(csv_bytes).hexdigest()
+    return ctx, csv_bytes
 
 
 def _claim(sub: ReportSubscription, start: datetime, end: datetime, now: datetime) -> ReportRun | None:
@@ -117,6 +125,8 @@ def send_weekly_reports(*, now: datetime | None = None, force: bool = False) -> 
             outcome.failed[sub.email] = str(exc)
             log.warning("weekly report to %s failed: %s", sub.email, exc)
             continue
-        ReportRun.objects.filter(pk=run.pk).update(status=ReportRun.Status.SENT, sent_at=timezone.now(), error="")
+        ReportRun.objects.filter(pk=run.pk).update(
+            status=ReportRun.Status.SENT, sent_at=timezone.now(), error="", csv_sha256=ctx["csv_sha256"]
+        )
         outcome.sent.append(sub.email)
     return outcome

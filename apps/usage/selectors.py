@@ -107,6 +107,12 @@ class UsageReport:
         return data
 
 
+def busy_share(totals: dict[str, float]) -> float | None:
+    """Working share of the measured GPU-hours of a usage total (unmeasured hours are left out, never guessed)."""
+    measured = totals["working_gpu_hours"] + totals["idle_gpu_hours"]
+    return totals["working_gpu_hours"] / measured if measured else None
+
+
 def ledger_version() -> tuple:
     """Changes whenever the ledger does: every bucket write stamps `collected_at` (and cluster deletion
     drops buckets, which changes the count)."""

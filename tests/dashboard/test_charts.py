@@ -25,3 +25,10 @@ def test_it_stacks_working_idle_and_unmeasured_per_day():
 def test_it_puts_the_largest_team_on_top():
     fig = json.loads(charts.team_split([row(team="a", allocated_gpu_hours=1), row(team="b", allocated_gpu_hours=9)]))
     assert fig["data"][0]["y"] == ["a", "b"]  # Plotly draws the last category at the top
+
+
+def test_it_computes_busy_share_over_measured_hours_only():
+    from apps.usage.selectors import busy_share
+
+    assert busy_share(row(working_gpu_hours=3, idle_gpu_hours=1, unmeasured_gpu_hours=100)) == 0.75
+    assert busy_share(row(unmeasured_gpu_hours=5)) is None

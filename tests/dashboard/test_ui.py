@@ -25,6 +25,7 @@ def test_it_draws_the_overview_charts_and_tables(signed_in, live_server, tmp_pat
     signed_in.wait_for(f"{PLOTS} >= 2")
     text = signed_in.eval("document.body.innerText")
     assert "Allocated GPU-hours" in text and "Idle allocations" in text
+    assert "Busy (SM active)" in text and "Busy (naive GPU_UTIL)" in text
     for team in ("research", "serving", "unassigned"):
         assert team in text
     bars = signed_in.eval("document.querySelectorAll('#chart-daily .bars .point').length")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from datetime import UTC, datetime, timedelta
 
@@ -69,6 +70,12 @@ def test_it_emails_each_subscription_once_with_its_teams_numbers(week, smtp_sett
     assert float(vision[0]["working_gpu_hours"]) == pytest.approx(168.0)
     body = finance.get_body(("plain",)).get_content()
     assert "Unallocated GPU-hours" in body and "nlp" in body
+    # vision works 50 %, nlp 25 % of its hours: (168 + 42) / 504 = 42 % by SM activity.
+    assert "Busy, by SM activity: 42 %" in body
+    attachment = next(p for p in finance.iter_attachments() if p.get_filename().endswith(".csv"))
+    digest = hashlib.sha256(attachment.get_payload(decode=True)).hexdigest()
+    assert digest in body
+    assert ReportRun.objects.get(subscription__email="finance@example.com").csv_sha256 == digest
     assert "Unallocated" not in lead.get_body(("plain",)).get_content()  # capacity is for all-team readers only
     # Running again (a duplicate beat tick) sends nothing more.
     again = send_weekly_reports(now=NOW + timedelta(hours=1))
