@@ -1,10 +1,24 @@
-"""/api/v1/: each domain app owns its routes in apps/<app>/api/urls.py."""
+"""/api/v1/: each domain app owns its routes in apps/<app>/api/urls.py; the OpenAPI document and its
+renderings are the project's (like every /api/v1/ route, they need a login). Route names are namespaced
+by app: `reverse("usage-api:usage")`."""
 
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.permissions import IsAuthenticated
 
 urlpatterns = [
-    path("", include("apps.usage.api.urls")),
-    path("", include("apps.inventory.api.urls")),
-    path("", include("apps.capacity.api.urls")),
-    path("", include("apps.queues.api.urls")),
+    path("", include(("apps.usage.api.urls", "usage-api"))),
+    path("", include(("apps.capacity.api.urls", "capacity-api"))),
+    path("", include(("apps.queues.api.urls", "queues-api"))),
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[IsAuthenticated]),
+        name="api-docs",
+    ),
+    path(
+        "redoc/",
+        SpectacularRedocView.as_view(url_name="schema", permission_classes=[IsAuthenticated]),
+        name="api-redoc",
+    ),
 ]

@@ -84,7 +84,7 @@ def redis_url() -> Iterator[str]:
 class _RedisDbLock:
     """An exclusive, per-machine claim on one Redis DB number for this test session (flock on a file)."""
 
-    def __init__(self, db: int, handle) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, db: int, handle) -> None:
         self.db = db
         self.handle = handle
 
@@ -140,7 +140,7 @@ def celery_broker(clean_redis: str, settings) -> Iterator[str]:
         app.conf.update(saved)
 
 
-def _reset_celery_connections(app) -> None:  # type: ignore[no-untyped-def]
+def _reset_celery_connections(app) -> None:
     """Forget every cached connection, producer pool and result backend so a new broker URL takes effect.
 
     kombu keeps connection and producer pools in process-wide registries keyed by URL: closing a pool without
@@ -168,7 +168,7 @@ def celery_worker_factory(celery_broker: str, transactional_db, test_database_ur
     """
     workers: list[CeleryWorker] = []
 
-    def start(**kwargs) -> CeleryWorker:  # type: ignore[no-untyped-def]
+    def start(**kwargs) -> CeleryWorker:
         kwargs.setdefault("log_path", tmp_path / f"celery-worker-{len(workers)}.log")
         worker = CeleryWorker(broker_url=celery_broker, database_url=test_database_url, **kwargs)
         workers.append(worker)
@@ -195,7 +195,7 @@ def prometheus_factory() -> Iterator[Callable[..., PrometheusServer]]:
     promtool = require_binary("promtool")
     servers: list[PrometheusServer] = []
 
-    def start(openmetrics_path: Path | None, **kwargs) -> PrometheusServer:  # type: ignore[no-untyped-def]
+    def start(openmetrics_path: Path | None, **kwargs) -> PrometheusServer:
         kwargs.setdefault("prometheus", prometheus)
         kwargs.setdefault("promtool", promtool)
         server = start_prometheus(openmetrics_path, **kwargs)
@@ -238,7 +238,7 @@ def smtp_settings(smtp_server: SmtpServer, settings) -> SmtpServer:
 
 
 @pytest.fixture(scope="session")
-def kube_world():  # type: ignore[no-untyped-def]
+def kube_world():
     from tests.harness.kube_world import start_kube_world
 
     yield from start_kube_world()
@@ -257,7 +257,7 @@ def _fresh_cache() -> Iterator[None]:
 
 
 @pytest.fixture
-def browser():  # type: ignore[no-untyped-def]
+def browser():
     """A headless Chromium page driven over DevTools; skips locally / fails in CI when chromium is missing."""
     from tests.harness.browser import Browser, chromium_path
 

@@ -14,8 +14,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ("prefix", "user__username")
     readonly_fields = ("user", "prefix", "digest", "created_at", "expires_at", "last_used_at")
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -24,7 +24,7 @@ class HashedTokenAuthentication(TokenAuthentication):
 
     keyword = "Token"
 
-    def authenticate_credentials(self, key):  # type: ignore[no-untyped-def]
+    def authenticate_credentials(self, key):
         """Finds the token by digest and refuses expired tokens and inactive users."""
         try:
             token = ApiToken.objects.select_related("user").get(digest=token_digest(key))

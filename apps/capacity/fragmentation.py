@@ -17,30 +17,15 @@ own unit (whole GPUs, time-sliced/MPS replicas, or instances of one MIG profile)
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from apps.capacity.constants import (
-    LABEL_COUNT,
-    LABEL_MIG_STRATEGY,
-    LABEL_PRODUCT,
-    LABEL_REPLICAS,
-    LABEL_SHARING,
-    NVIDIA_GPU,
-    NVIDIA_GPU_SHARED,
-    NVIDIA_MIG_PREFIX,
-    SHAPES,
-    UNIT_GPU,
-    UNIT_MIG_PREFIX,
-    UNIT_REPLICA,
-)
-from apps.ingest.collectors.types import ContainerRequest, NodeInfo, PodInfo
+from apps.capacity.constants import SHAPES
+from apps.inventory import gpus
+from apps.inventory.observations import NodeInfo, PodInfo
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-# MIG compute slices of a whole GPU (A100/H100/H200/B200; A30 has 4, see ledger.md).
-DEFAULT_COMPUTE_SLICES = 7
 
 
 @dataclass(frozen=True)
@@ -138,101 +123,6 @@ def stranded(free: Sequence[int], shapes: Sequence[int] = SHAPES) -> dict[str, i
 # ---- Reading nodes and pods ----
 
 
-def to_count(value: str | float | int | None) -> int:
-    """An extended-resource quantity as a whole count (they are integers); junk counts as 0."""
-    try:
-        number = float(str(value))
-    except (TypeError, ValueError):
-        return 0
-    if not math.isfinite(number) or number < 0:
-        return 0
-    return int(number)
-
-
-def node_group_of(labels: dict[str, str], group_labels: Sequence[str]) -> str:
-    """The first node-pool label present, else the GPU model (ledger.md, "Node groups")."""
-    for key in group_labels:
-        if labels.get(key):
-            return labels[key]
-    return gpu_model_of(labels) or "unknown"
-
-
-def gpu_model_of(labels: dict[str, str]) -> str:
-    """GFD's `nvidia.com/gpu.product`, as the ledger and the price card name models."""
-    return labels.get(LABEL_PRODUCT, "")
-
-
-def is_device_resource(resource: str) -> bool:
-    """NVIDIA resources that are devices a pod holds (not e.g. `nvidia.com/gpu.present` labels)."""
-    return resource in (NVIDIA_GPU, NVIDIA_GPU_SHARED) or resource.startswith(NVIDIA_MIG_PREFIX)
-
-
-def unit_of(resource: str, labels: dict[str, str]) -> str:
-    """The unit one `resource` counts on a node with these labels."""
-    if resource.startswith(NVIDIA_MIG_PREFIX):
-        return UNIT_MIG_PREFIX + resource.removeprefix(NVIDIA_MIG_PREFIX)
-    if resource == NVIDIA_GPU_SHARED:
-        return UNIT_REPLICA
-    product = labels.get(LABEL_PRODUCT, "")
-    if labels.get(LABEL_MIG_STRATEGY) == "single" and "-MIG-" in product:
-        return UNIT_MIG_PREFIX + product.split("-MIG-")[1].removesuffix("-SHARED")
-    if labels.get(LABEL_SHARING) in ("time-slicing", "mps") or to_count(labels.get(LABEL_REPLICAS)) > 1:
-        return UNIT_REPLICA
-    return UNIT_GPU
-
-
-def physical_gpus_of(node: NodeInfo) -> int:
-    """`nvidia.com/gpu.count` when present, else derived from capacity (ledger.md, "Capacity")."""
-    if LABEL_COUNT in node.labels:
-        return to_count(node.labels[LABEL_COUNT])
-    capacity = node.capacity or node.allocatable
-    replicas = max(1, to_count(node.labels.get(LABEL_REPLICAS)))
-    whole = to_count(capacity.get(NVIDIA_GPU)) + to_count(capacity.get(NVIDIA_GPU_SHARED))
-    if unit_of(NVIDIA_GPU, node.labels) == UNIT_REPLICA or NVIDIA_GPU_SHARED in capacity:
-        whole = math.ceil(whole / replicas)
-    slices = sum(to_count(v) * _mig_slices(k) for k, v in capacity.items() if k.startswith(NVIDIA_MIG_PREFIX))
-    return whole + math.ceil(slices / DEFAULT_COMPUTE_SLICES)
-
-
-def _mig_slices(resource: str) -> int:
-    """Compute slices of a MIG resource: the N of `nvidia.com/mig-<N>g.<M>gb`."""
-    profile = resource.removeprefix(NVIDIA_MIG_PREFIX)
-    head = profile.split("g.", 1)[0]
-    return int(head) if head.isdigit() else 1
-
-
-def compute_slices(model: str) -> int:
-    """MIG compute slices of a whole GPU of this model (ledger.md: 4 on A30, else 7)."""
-    return 4 if "A30" in model.upper() else DEFAULT_COMPUTE_SLICES
-
-
-def share_of(resource: str, unit: str, labels: dict[str, str]) -> float:
-    """Physical-GPU equivalent of one unit of `resource` on a node (ledger.md, "Allocation")."""
-    if unit.startswith(UNIT_MIG_PREFIX):
-        profile = unit.removeprefix(UNIT_MIG_PREFIX)
-        return _mig_slices(NVIDIA_MIG_PREFIX + profile) / compute_slices(gpu_model_of(labels))
-    if unit == UNIT_REPLICA:
-        return 1.0 / max(1, to_count(labels.get(LABEL_REPLICAS)))
-    return 1.0
-
-
-def effective_request(containers: Iterable[ContainerRequest]) -> dict[str, int]:
-    """The scheduler's rule per device resource: max(Σ app and sidecar containers, max init container)."""
-    summed: dict[str, float] = defaultdict(float)
-    init_max: dict[str, float] = defaultdict(float)
-    for c in containers:
-        for resource, amount in c.resources.items():
-            if not is_device_resource(resource):
-                continue
-            if c.kind == "init":
-                init_max[resource] = max(init_max[resource], amount)
-            else:
-                summed[resource] += amount
-    keys = set(summed) | set(init_max)
-    out = {k: math.ceil(max(summed[k], init_max[k])) for k in keys}
-    return {k: v for k, v in out.items() if v > 0}
-
-
 def holds_devices(pod: PodInfo) -> bool:
     """A pod bound to a node and not terminated holds its devices there."""
     return bool(pod.node) and pod.phase not in TERMINAL_PHASES
@@ -248,36 +138,32 @@ def node_slots(nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels:
     allocated: dict[tuple[str, str], int] = defaultdict(int)
     for pod in pods:
         if holds_devices(pod):
-            for resource, amount in effective_request(pod.containers).items():
+            for resource, amount in gpus.device_request(pod.containers).items():
                 allocated[(pod.node, resource)] += amount
     slots: list[NodeSlots] = []
     for node in nodes:
-        listed = sorted(r for r in {*node.capacity, *node.allocatable} if is_device_resource(r))
-        resources = [r for r in listed if to_count(node.capacity.get(r)) or to_count(node.allocatable.get(r))]
+        listed = sorted(r for r in {*node.capacity, *node.allocatable} if gpus.is_device_resource(r))
+        resources = [r for r in listed if gpus.to_count(node.capacity.get(r)) or gpus.to_count(node.allocatable.get(r))]
         if not resources:
-            resources = [NVIDIA_GPU if NVIDIA_GPU in listed or not listed else listed[0]]
-        zero = sum(to_count(node.allocatable.get(r)) for r in resources) == 0
-        group, model, physical = (
-            node_group_of(node.labels, group_labels),
-            gpu_model_of(node.labels),
-            physical_gpus_of(node),
-        )
+            resources = [gpus.NVIDIA_GPU if gpus.NVIDIA_GPU in listed or not listed else listed[0]]
+        gpu = gpus.classify_node(node.labels, node.capacity or node.allocatable)
+        group = gpus.node_group(node.labels, gpu.gpu_model, group_labels)
+        zero = gpus.is_zero_allocatable(node.allocatable)
         for resource in resources:
-            alloc = to_count(node.allocatable.get(resource))
-            unit = unit_of(resource, node.labels)
+            alloc = gpus.to_count(node.allocatable.get(resource))
             slots.append(
                 NodeSlots(
                     node=node.name,
                     node_group=group,
-                    gpu_model=model,
+                    gpu_model=gpu.gpu_model,
                     resource=resource,
-                    unit=unit,
-                    physical_gpus=physical,
+                    unit=gpu.unit_kind(resource),
+                    physical_gpus=gpu.physical_gpus,
                     allocatable=alloc,
                     allocated=allocated[(node.name, resource)],
                     schedulable=node.ready and not node.unschedulable and alloc > 0,
                     zero_allocatable=zero,
-                    share=share_of(resource, unit, node.labels),
+                    share=gpu.unit_share(resource) or 0.0,
                     labels=node.labels,
                 )
             )
@@ -301,8 +187,10 @@ def _one_group(members: list[NodeSlots], shapes: Sequence[int]) -> GroupFragment
     models: Counter[str] = Counter()
     for m in nodes.values():
         models[m.gpu_model] += m.physical_gpus
-    whole = sorted((m.free for m in members if m.resource == NVIDIA_GPU and m.unit == UNIT_GPU and m.schedulable),
-                   reverse=True)  # fmt: skip
+    whole = sorted(
+        (m.free for m in members if m.resource == gpus.NVIDIA_GPU and m.unit == gpus.UNIT_GPU and m.schedulable),
+        reverse=True,
+    )
     units: dict[tuple[str, str], list[NodeSlots]] = defaultdict(list)
     for m in members:
         units[(m.resource, m.unit)].append(m)

@@ -18,9 +18,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from apps.capacity.constants import KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION, PendingReason
-from apps.capacity.fragmentation import NodeSlots, effective_request
-from apps.ingest.collectors.types import PodInfo
+from apps.capacity.constants import PendingReason
+from apps.capacity.fragmentation import NodeSlots
+from apps.inventory.gpus import device_request
+from apps.inventory.observations import KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION, PodInfo
 
 
 @dataclass(frozen=True)
@@ -102,18 +103,13 @@ def is_held_by_kueue(pod: PodInfo) -> bool:
     return gated and managed
 
 
-def node_selector_of(pod: PodInfo) -> dict[str, str]:
-    """The pod's `spec.nodeSelector` when the collector provides it."""
-    return dict(getattr(pod, "node_selector", None) or {})
-
-
 def pending_pods(pods: Iterable[PodInfo]) -> list[tuple[PodInfo, dict[str, int]]]:
     """Pending pods that need device resources, with their effective request."""
     out = []
     for pod in pods:
         if not is_pending(pod) or is_held_by_kueue(pod):
             continue
-        request = effective_request(pod.containers)
+        request = device_request(pod.containers)
         if request:
             out.append((pod, request))
     return out

@@ -3,8 +3,8 @@
 Visibility (``visible_teams`` from ``apps.accounts.selectors.visible_team_names``; None = every team):
 
 * Fragmentation is about node groups, not teams, so it carries no team's data; a caller sees it
-  for the clusters they may see (every cluster, or those where one of their teams has ledger
-  rows or pending work), as ``/api/v1/clusters/`` does.
+  for the clusters they may see (``apps.inventory.selectors.visible_clusters``, the one rule every
+  page and endpoint uses).
 * Pending work and its counts are team data: non-staff see only rows of their teams.
 """
 
@@ -13,24 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Max, Q, QuerySet, Sum
+from django.db.models import Max, QuerySet, Sum
 
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
 from apps.inventory.models import Cluster
-from apps.usage.models import UsageDay
-
-
-def visible_clusters(*, visible_teams: set[str] | None, cluster: str | None = None) -> QuerySet[Cluster]:
-    """Clusters the caller may see, optionally only the one named `cluster`."""
-    clusters = Cluster.objects.all()
-    if cluster is not None:
-        clusters = clusters.filter(name=cluster)
-    if visible_teams is not None:
-        teams = sorted(visible_teams)
-        used = UsageDay.objects.filter(team__in=teams).values("cluster_id")
-        waiting = PendingWork.objects.filter(team__in=teams).values("cluster_id")
-        clusters = clusters.filter(Q(id__in=used) | Q(id__in=waiting))
-    return clusters.order_by("name")
+from apps.inventory.selectors import visible_clusters
 
 
 def _latest_taken_at(model: type, cluster: Cluster, at: datetime) -> datetime | None:

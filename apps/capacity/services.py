@@ -4,42 +4,29 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import transaction
 
-from apps.capacity.constants import FULL_RESOLUTION_DAYS, PendingKind
+from apps.capacity.constants import PendingKind
 from apps.capacity.fragmentation import GroupFragmentation, group_fragmentation, node_slots
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
-from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, node_selector_of, pending_pods
-from apps.capacity.retention import ids_to_thin, retention_cutoff
-from apps.capacity.teams import TeamResolver
-from apps.ingest.collectors.types import ClusterSnapshot
+from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, pending_pods
+from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
 from apps.inventory.models import Cluster
+from apps.inventory.observations import (
+    KUEUE_CLUSTER_QUEUE_LABEL,
+    KUEUE_QUEUE_LABEL,
+    ClusterSnapshot,
+    KueueObjects,
+    PodSetInfo,
+    WorkloadInfo,
+)
+from apps.inventory.services import record_teams
+from apps.inventory.teams import TeamRule
 
 log = logging.getLogger(__name__)
-DELETE_CHUNK = 500
-
-
-@dataclass(frozen=True)
-class WorkloadInput:
-    """A Kueue workload that needs GPUs, as the queues app hands it over (no Kueue types here)."""
-
-    namespace: str
-    name: str
-    uid: str
-    team: str
-    request: dict[str, int]  # device units per pod
-    pods: int
-    quota_reserved: bool
-    admitted: bool
-    cluster_queue: str = ""
-    local_queue: str = ""
-    created: datetime | None = None
-    message: str = ""
 
 
 def _collection(cluster: Cluster, taken_at: datetime) -> CapacityCollection:
@@ -52,23 +39,24 @@ def _collection(cluster: Cluster, taken_at: datetime) -> CapacityCollection:
 
 @transaction.atomic
 def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> CapacityCollection:
-    """Writes fragmentation per node group and diagnosed pending pods for `snapshot.taken_at`.
+    """Writes fragmentation per node group and diagnosed pending work for `snapshot.taken_at`.
 
     1. Get or create the collection (cluster, taken_at).
     2. Replace its node-group rows with the fragmentation of the snapshot.
-    3. Replace its pending-pod rows (Kueue workloads are written by `record_pending_workloads`).
+    3. Replace its pending rows: pods the scheduler has not bound, and Kueue workloads Kueue has not admitted.
     4. Recount pending work by team and reason.
-    Re-recording the same snapshot leaves every table identical.
+    Re-recording the same snapshot leaves every table identical. When Kueue could not be read
+    (`snapshot.kueue_error`), the collection's pending workloads are left as they were.
     """
     collection = _collection(cluster, snapshot.taken_at)
     slots = node_slots(snapshot.nodes, snapshot.pods, settings.GPUFINOPS_NODE_GROUP_LABELS)
     groups = group_fragmentation(slots)
     collection.node_groups.all().delete()
     NodeGroupSnapshot.objects.bulk_create([_group_row(collection, g) for g in groups])
-    resolver = TeamResolver(cluster, snapshot.namespaces)
+    rule = TeamRule.for_cluster(cluster, snapshot.namespace_labels)
     rows = []
     for pod, request in pending_pods(snapshot.pods):
-        diagnosis = diagnose_request(request, slots, node_selector_of(pod))
+        diagnosis = diagnose_request(request, slots, pod.node_selector)
         rows.append(
             PendingWork(
                 collection=collection,
@@ -78,21 +66,24 @@ def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> Cap
                 namespace=pod.namespace,
                 name=pod.name,
                 uid=pod.uid,
-                team=resolver.for_object(pod.labels, pod.namespace),
+                team=rule.team_of(pod.labels, pod.namespace),
                 reason=diagnosis.reason,
                 resource=diagnosis.resource,
                 per_pod=diagnosis.per_pod,
                 pods=1,
                 node_group=diagnosis.node_group,
-                cluster_queue=pod.labels.get("kueue.x-k8s.io/cluster-queue-name", ""),
-                local_queue=pod.labels.get("kueue.x-k8s.io/queue-name", ""),
+                cluster_queue=pod.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""),
+                local_queue=pod.labels.get(KUEUE_QUEUE_LABEL, ""),
                 waiting_since=pod.created,
                 message=_join(diagnosis.message, pod.scheduling_message),
             )
         )
     collection.pending.filter(kind=PendingKind.POD).delete()
     PendingWork.objects.bulk_create(rows)
+    if not snapshot.kueue_error:
+        _replace_pending_workloads(collection, snapshot.kueue, rule)
     _recount(collection)
+    record_teams(cluster, {r.team for r in collection.pending.all()}, snapshot.taken_at)
     return collection
 
 
@@ -122,49 +113,51 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)[:2000]
 
 
-# ---- Pending Kueue workloads (called by apps.queues at every collection) ----
+# ---- Pending Kueue workloads ----
 
 
-@transaction.atomic
-def record_pending_workloads(
-    *, cluster: Cluster, taken_at: datetime, workloads: Iterable[WorkloadInput]
-) -> CapacityCollection:
-    """Replaces the pending-workload rows of the collection at `taken_at` and recounts.
+def _replace_pending_workloads(collection: CapacityCollection, kueue: KueueObjects | None, rule: TeamRule) -> None:
+    """The collection's pending-workload rows, from the workloads Kueue has not admitted.
 
-    Only workloads Kueue has not admitted are pending here: without `QuotaReserved=True` the
-    reason is quota; with quota but not yet `Admitted` (admission checks) it is other.
+    Without `QuotaReserved=True` the reason is quota; with quota but not yet `Admitted` (admission
+    checks) it is other. A workload is diagnosed by its largest GPU pod set.
     """
-    collection = _collection(cluster, taken_at)
     rows = []
-    for w in workloads:
-        reason = diagnose_workload(quota_reserved=w.quota_reserved, admitted=w.admitted)
-        if reason is None or not w.request:
+    for w in kueue.workloads if kueue is not None else ():
+        reason = diagnose_workload(
+            quota_reserved=w.condition_true("QuotaReserved"), admitted=w.condition_true("Admitted")
+        )
+        main = _main_pod_set(w)
+        if reason is None or w.condition_true("Finished") or main is None:
             continue
-        resource, per_pod = main_resource(w.request)
+        resource, per_pod = main_resource(main.request)
+        quota = w.conditions.get("QuotaReserved")
         rows.append(
             PendingWork(
                 collection=collection,
-                cluster=cluster,
+                cluster_id=collection.cluster_id,
                 taken_at=collection.taken_at,
                 kind=PendingKind.WORKLOAD,
                 namespace=w.namespace,
                 name=w.name,
                 uid=w.uid,
-                team=w.team,
+                team=rule.team_of(w.labels, w.namespace),
                 reason=reason,
                 resource=resource,
                 per_pod=per_pod,
-                pods=max(1, w.pods),
-                cluster_queue=w.cluster_queue,
-                local_queue=w.local_queue,
+                pods=max(1, main.count),
+                cluster_queue=w.cluster_queue or kueue.cluster_queue_of(w.namespace, w.queue_name),
+                local_queue=w.queue_name,
                 waiting_since=w.created,
-                message=w.message[:2000],
+                message=(quota.message if quota is not None and quota.status != "True" else "")[:2000],
             )
         )
     collection.pending.filter(kind=PendingKind.WORKLOAD).delete()
     PendingWork.objects.bulk_create(rows)
-    _recount(collection)
-    return collection
+
+
+def _main_pod_set(w: WorkloadInfo) -> PodSetInfo | None:
+    return max(w.gpu_pod_sets, key=lambda ps: (max(ps.request.values()), ps.count), default=None)
 
 
 def _recount(collection: CapacityCollection) -> None:
@@ -194,25 +187,6 @@ def _recount(collection: CapacityCollection) -> None:
 
 
 # ---- Retention ----
-
-
-def thin_collections(model: type[models.Model], *, now: datetime | None, keep_days: int) -> int:
-    """Thins `model` collections older than `keep_days` to the last one per cluster and hour.
-
-    Shared by capacity and queue history (each a `taken_at`-stamped collection per cluster); returns deletions.
-    """
-    cutoff = retention_cutoff(now or datetime.now(UTC), keep_days)
-    rows = (
-        model.objects.filter(taken_at__lt=cutoff)
-        .order_by("cluster_id", "taken_at")
-        .values_list("id", "cluster_id", "taken_at")
-    )
-    doomed = ids_to_thin(rows.iterator())
-    for i in range(0, len(doomed), DELETE_CHUNK):
-        with transaction.atomic():
-            model.objects.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
-    log.info("%s history: thinned %d collections before %s", model.__name__, len(doomed), cutoff.isoformat())
-    return len(doomed)
 
 
 def prune_capacity_history(*, now: datetime | None = None, keep_days: int = FULL_RESOLUTION_DAYS) -> int:

@@ -22,7 +22,7 @@ from apps.common.params import param_error, parse_int
 NON_FIELD = "non_field_errors"
 
 
-def _as_errors(detail) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+def _as_errors(detail) -> dict[str, list[str]]:
     """Flattens a ValidationError's detail into {"<param>": ["message", ...]}."""
     if isinstance(detail, dict):
         errors: dict[str, list[str]] = {}
@@ -40,7 +40,7 @@ def _as_errors(detail) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     return {NON_FIELD: [str(detail)]}
 
 
-def exception_handler(exc, context):  # type: ignore[no-untyped-def]
+def exception_handler(exc, context):
     """DRF's handler, with validation errors reshaped to name the bad parameter."""
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
@@ -60,7 +60,7 @@ class Pagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
-    def get_page_size(self, request):  # type: ignore[no-untyped-def]
+    def get_page_size(self, request):
         return parse_int(
             request.query_params,
             self.page_size_query_param,
@@ -69,7 +69,7 @@ class Pagination(PageNumberPagination):
             max_value=self.max_page_size,
         )
 
-    def paginate_queryset(self, queryset, request, view=None):  # type: ignore[no-untyped-def]
+    def paginate_queryset(self, queryset, request, view=None):
         parse_int(request.query_params, self.page_query_param, min_value=1)
         try:
             return super().paginate_queryset(queryset, request, view)
@@ -80,16 +80,23 @@ class Pagination(PageNumberPagination):
 class FormatParamMixin:
     """Turns an unknown ``?format=`` (DRF answers 404) into a 400 naming ``format``; errors are always JSON."""
 
-    def perform_content_negotiation(self, request, force=False):  # type: ignore[no-untyped-def]
+    def perform_content_negotiation(self, request, force=False):
         try:
-            return super().perform_content_negotiation(request, force)  # type: ignore[misc]
+            return super().perform_content_negotiation(request, force)
         except (NotFound, Http404) as exc:
-            formats = ", ".join(sorted({r.format for r in self.get_renderers()}))  # type: ignore[attr-defined]
+            formats = ", ".join(sorted({r.format for r in self.get_renderers()}))
             raise param_error("format", f"Unknown format; expected one of: {formats}.") from exc
 
-    def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def finalize_response(self, request, response, *args, **kwargs):
         renderer = getattr(request, "accepted_renderer", None)
         if response.status_code >= 400 and renderer is not None and renderer.format not in {"json", "api"}:
             request.accepted_renderer = JSONRenderer()
             request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+def paginated(view, request, rows, serializer_class):
+    """One page of `rows` serialized, in DRF's paginated shape (count, next, previous, results)."""
+    paginator = Pagination()
+    page = paginator.paginate_queryset(rows, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)

@@ -15,7 +15,7 @@ from apps.common.constants import DEV_SECRET_KEY, MIN_SECRET_KEY_LENGTH, MISSING
 
 
 @register(Tags.compatibility)
-def check_time_zone_is_utc(app_configs, **kwargs):  # type: ignore[no-untyped-def]
+def check_time_zone_is_utc(app_configs, **kwargs):
     """Error when TIME_ZONE is not UTC: every bucket boundary in the ledger is a UTC hour."""
     if settings.TIME_ZONE == "UTC" and settings.USE_TZ:
         return []
@@ -30,7 +30,7 @@ def check_time_zone_is_utc(app_configs, **kwargs):  # type: ignore[no-untyped-de
 
 
 @register(Tags.security)
-def check_production_secret_key(app_configs, **kwargs):  # type: ignore[no-untyped-def]
+def check_production_secret_key(app_configs, **kwargs):
     """Error when DEBUG is off and SECRET_KEY is unset, the development default, or shorter than 50 characters."""
     if settings.DEBUG:
         return []

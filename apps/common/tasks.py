@@ -8,7 +8,7 @@ from celery import shared_task
 
 
 @shared_task(bind=True, name="apps.common.tasks.ping_task")
-def ping_task(self, token: str) -> str:  # type: ignore[no-untyped-def]
+def ping_task(self, token: str) -> str:
     """Write a WorkerPing row for `token` and return "pong:<token>"."""
     from apps.common.models import WorkerPing
 

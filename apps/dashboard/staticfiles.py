@@ -26,25 +26,25 @@ def plotly_js_dir() -> Path:
 class PlotlyFinder(BaseFinder):
     """A static files finder that knows exactly one file: js/plotly.min.js."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.storage = FileSystemStorage(location=str(plotly_js_dir()))
         self.storage.prefix = "js"  # collectstatic writes it as js/plotly.min.js
 
-    def check(self, **kwargs):  # type: ignore[no-untyped-def]
+    def check(self, **kwargs):
         """Error when the installed plotly package has no plotly.min.js."""
         if (plotly_js_dir() / "plotly.min.js").is_file():
             return []
         return [Error("plotly.min.js not found in the installed plotly package.", id="gpufinops.E003")]
 
-    def find(self, path: str, find_all: bool = False, **kwargs):  # type: ignore[no-untyped-def]
+    def find(self, path: str, find_all: bool = False, **kwargs):
         """Absolute path of plotly.min.js for `js/plotly.min.js`, else nothing."""
         if path != PLOTLY_STATIC_PATH:
             return [] if find_all else None
         match = str(plotly_js_dir() / "plotly.min.js")
         return [match] if find_all else match
 
-    def list(self, ignore_patterns):  # type: ignore[no-untyped-def]
+    def list(self, ignore_patterns):
         """Yield (path, storage) for collectstatic."""
         if not utils.matches_patterns("plotly.min.js", ignore_patterns or []):
             yield "plotly.min.js", self.storage

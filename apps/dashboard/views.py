@@ -17,8 +17,8 @@ from apps.capacity.selectors import fragmentation_at, fragmentation_range, pendi
 from apps.dashboard import charts
 from apps.inventory.models import Cluster
 from apps.queues.selectors import queue_list, queue_usage
+from apps.usage.activity import DEFAULT_SIGNAL
 from apps.usage.selectors import busy_share, idle_allocation_list, usage_report
-from apps.usage.signals import DEFAULT_SIGNAL
 
 BROKER_TIMEOUT_SECONDS = 2.0
 
@@ -102,7 +102,7 @@ def database_status() -> str:
 
 def broker_status() -> str:
     """"not configured" in the embedded mode (tasks in-process), "ok" when the broker accepts a connection."""
-    from gpufinops.celery import app
+    from celery import current_app as app  # the project's app, created by gpufinops/__init__.py
 
     if app.conf.task_always_eager or not app.conf.broker_url:
         return "not configured"

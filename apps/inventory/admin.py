@@ -1,11 +1,11 @@
-"""Admin for the inventory: clusters, GPU models, node groups, nodes, teams, namespace mapping, price card."""
+"""Admin for the inventory: clusters, node groups, nodes, teams, namespace mapping, price card."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
 
-from apps.inventory.models import Cluster, GpuModel, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
+from apps.inventory.models import Cluster, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
 
 
 class ClusterForm(forms.ModelForm):
@@ -23,7 +23,7 @@ class ClusterForm(forms.ModelForm):
         model = Cluster
         fields = [
             "name", "source", "prometheus_url", "prometheus_auth", "prometheus_verify_tls", "kubeconfig_path",
-            "kube_context", "in_cluster", "metric_names", "simulator_scenario", "simulator_seed",
+            "kube_context", "in_cluster", "metric_names",
         ]
 
     def clean_prometheus_auth(self) -> str:
@@ -40,12 +40,6 @@ class ClusterAdmin(admin.ModelAdmin):
     list_filter = ["source", "in_cluster"]
     search_fields = ["name", "prometheus_url"]
     readonly_fields = ["created_at"]
-
-
-@admin.register(GpuModel)
-class GpuModelAdmin(admin.ModelAdmin):
-    list_display = ["name", "compute_slices", "memory_mib"]
-    search_fields = ["name"]
 
 
 @admin.register(NodeGroup)
@@ -66,10 +60,10 @@ class NodeAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     list_select_related = ["cluster", "node_group"]
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
 
@@ -88,8 +82,8 @@ class TeamAdmin(admin.ModelAdmin):
 
 @admin.register(NamespaceTeam)
 class NamespaceTeamAdmin(admin.ModelAdmin):
-    list_display = ["namespace", "team", "cluster"]
-    list_filter = ["cluster", "team"]
+    list_display = ["namespace", "team", "cluster", "enforced"]
+    list_filter = ["cluster", "team", "enforced"]
     search_fields = ["namespace", "team__name"]
 
 

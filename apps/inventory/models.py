@@ -1,4 +1,4 @@
-"""The nouns every other app points at: clusters, node groups, nodes, GPU models, teams, prices."""
+"""The nouns every other app points at: clusters, node groups, nodes, teams, namespace mappings, prices."""
 
 from __future__ import annotations
 
@@ -24,25 +24,7 @@ class Cluster(models.Model):
     in_cluster = models.BooleanField(default=False)
     # Per-cluster DCGM metric names, e.g. {"sm_active": "DCGM_FI_PROF_SM_UTIL_RATIO"} (DCGM 4.6 renames).
     metric_names = models.JSONField(default=dict, blank=True)
-    # Scenario name and seed when source == simulator.
-    simulator_scenario = models.CharField(max_length=50, blank=True)
-    simulator_seed = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class GpuModel(models.Model):
-    """A GPU product as GPU Feature Discovery names it (`nvidia.com/gpu.product`)."""
-
-    name = models.CharField(max_length=200, unique=True)
-    # MIG compute slices of one GPU: 7 on A100/H100/H200/B200, 4 on A30; 0 when not MIG-capable.
-    compute_slices = models.PositiveSmallIntegerField(default=7)
-    memory_mib = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -107,11 +89,18 @@ class Team(models.Model):
 
 
 class NamespaceTeam(models.Model):
-    """Explicit namespace-to-team mapping, used when neither pod nor namespace carries a team label."""
+    """Explicit namespace-to-team mapping (ledger.md "Teams").
+
+    A plain mapping is used when neither pod nor namespace carries a team label. An *enforced* one wins
+    over both: tenants write labels, so an administrator can pin who pays for a namespace.
+    """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True)
     namespace = models.CharField(max_length=253)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="namespaces")
+    enforced = models.BooleanField(
+        default=False, help_text="Wins over pod and namespace labels; a label naming another team is reported."
+    )
 
     class Meta:
         ordering = ["namespace"]
@@ -120,7 +109,7 @@ class NamespaceTeam(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.namespace} -> {self.team.name}"
+        return f"{self.namespace} -> {self.team.name}{' (enforced)' if self.enforced else ''}"
 
 
 class GpuPrice(models.Model):
@@ -140,3 +129,20 @@ class GpuPrice(models.Model):
     def __str__(self) -> str:
         scope = self.cluster.name if self.cluster_id else "all clusters"
         return f"{self.gpu_model} {self.usd_per_gpu_hour} USD/h from {self.effective_from} ({scope})"
+
+
+class ClusterTeam(models.Model):
+    """A team seen in a cluster (ledger hours, pending work or a local queue): the one fact the visibility
+    rule reads. A team member sees the clusters their teams appear in; nothing else of a cluster."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="team_presence")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="cluster_presence")
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "team"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "team"], name="uniq_cluster_team")]
+
+    def __str__(self) -> str:
+        return f"{self.team.name} in {self.cluster.name}"

@@ -14,17 +14,12 @@ from datetime import date, datetime
 
 from django.db.models import Sum
 
-from apps.capacity.fragmentation import is_device_resource
+from apps.common.timeutils import floor_hour
+from apps.inventory.gpus import is_device_resource
 from apps.inventory.models import Cluster
+from apps.inventory.selectors import visible_clusters
 from apps.queues.models import LocalQueueSnapshot, QueueCollection, QuotaSnapshot, Workload
 from apps.usage.models import PodHour
-
-
-def _clusters(cluster: str | None):  # type: ignore[no-untyped-def]
-    clusters = Cluster.objects.all()
-    if cluster is not None:
-        clusters = clusters.filter(name=cluster)
-    return clusters.order_by("name")
 
 
 def _latest_collection(cluster: Cluster, at: datetime) -> QueueCollection | None:
@@ -45,7 +40,7 @@ def visible_cluster_queues(collection: QueueCollection, visible_teams: set[str] 
 def queue_list(*, at: datetime, visible_teams: set[str] | None, cluster: str | None = None) -> list[QuotaSnapshot]:
     """One row per ClusterQueue, flavor and resource from each cluster's latest snapshot at or before `at`."""
     rows: list[QuotaSnapshot] = []
-    for c in _clusters(cluster):
+    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
         collection = _latest_collection(c, at)
         if collection is None:
             continue
@@ -90,7 +85,10 @@ def admission_waits(
 ) -> list[AdmissionWait]:
     """p50/p95 admission wait per ClusterQueue and day of admission, over workloads admitted in `[start, end)`."""
     qs = Workload.objects.filter(
-        cluster__in=_clusters(cluster), admitted_at__gte=start, admitted_at__lt=end, created__isnull=False
+        cluster__in=visible_clusters(visible_teams=visible_teams, cluster=cluster),
+        admitted_at__gte=start,
+        admitted_at__lt=end,
+        created__isnull=False,
     )
     if visible_teams is not None:
         qs = qs.filter(team__in=sorted(visible_teams))
@@ -98,7 +96,7 @@ def admission_waits(
     for name, cq, created, admitted in qs.values_list("cluster__name", "cluster_queue", "created", "admitted_at"):
         waits[(name, cq, admitted.date())].append(max(0.0, (admitted - created).total_seconds()))
     return [
-        AdmissionWait(c, cq, day, len(v), percentile(v, 50), percentile(v, 95), max(v))  # type: ignore[arg-type]
+        AdmissionWait(c, cq, day, len(v), percentile(v, 50), percentile(v, 95), max(v))
         for (c, cq, day), v in sorted(waits.items())
     ]
 
@@ -133,10 +131,6 @@ class QueueUsage:
         return self.borrowed_idle_gpu_hours >= 0.5
 
 
-def _floor_hour(t: datetime) -> datetime:
-    return t.replace(minute=0, second=0, microsecond=0)
-
-
 def queue_usage(
     *,
     start: datetime,
@@ -151,7 +145,7 @@ def queue_usage(
     its LocalQueue (`kueue.x-k8s.io/queue-name` in its namespace) points to.
     """
     out: list[QueueUsage] = []
-    for c in _clusters(cluster):
+    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
         latest = QueueCollection.objects.filter(cluster=c, taken_at__lt=end).order_by("-taken_at").first()
         if latest is None:
             continue
@@ -221,7 +215,7 @@ def _add_borrowed(rows: dict[str, QueueUsage], c: Cluster, start: datetime, end:
         if is_device_resource(s["resource"]):
             per_snapshot[(s["cluster_queue__name"], s["taken_at"])] += s["borrowed"] or 0.0
     for (name, taken_at), borrowed in per_snapshot.items():
-        key = (name, _floor_hour(taken_at))
+        key = (name, floor_hour(taken_at))
         per_hour[key] = max(per_hour[key], borrowed)
     for (name, hour), borrowed in per_hour.items():
         row = rows.get(name)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from apps.inventory.models import Cluster
 from apps.reports import emails
 from apps.reports.models import ReportRun, ReportSubscription
-from apps.usage.api.renderers import UsageCSVRenderer
+from apps.usage.exports import usage_csv
 from apps.usage.models import Bucket
 from apps.usage.selectors import busy_share, usage_report
 
@@ -80,9 +80,7 @@ def report_context(sub: ReportSubscription, start: datetime, end: datetime) -> t
         "busy_sm": busy_share(summary.totals),
         "busy_naive": busy_share(naive.totals),
     }
-    # RFC 4180 line endings: SMTP carries text with CRLF anyway, so the file the reader saves has exactly
-    # the bytes the checksum below was taken of.
-    csv_bytes = UsageCSVRenderer().render(detail.as_dict()).replace(b"\n", b"\r\n")
+    csv_bytes = usage_csv(detail.as_dict())
     ctx["csv_sha256"] = hashlib.sha256(csv_bytes).hexdigest()
     return ctx, csv_bytes
 

@@ -8,34 +8,34 @@ tests compare it against the simulator's brute-force oracle.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from apps.usage.signals import SIGNALS
+from apps.inventory.gpus import UNKNOWN_NODE, GpuNode, mig_profile, profile_slices
+from apps.usage.activity import SIGNALS
 
 EPS = 1e-9
-MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb")
-MIG_PROFILE = re.compile(r"^(\d+)g\.")
 
 
 @dataclass(frozen=True)
 class NodeFact:
-    """A node during the bucket."""
+    """A node during the bucket: its GPUs as the GPU rules classify them, and how long it was there."""
 
     name: str
     node_group: str
-    gpu_model: str
-    physical_gpus: int
-    sharing: str  # none | time-slicing | mps | mig-mixed | mig-single
-    replicas: dict[str, float]  # resource -> replicas per physical GPU (time-slicing/MPS)
-    compute_slices: int  # 7 (A100/H100/H200/B200) or 4 (A30)
-    mig_single_slices: int  # compute slices of the single-strategy MIG profile, else 0
-    mig_memory_fraction: dict[str, float]  # mig resource -> memory fraction (optional weighting)
+    gpu: GpuNode
     present_seconds: float  # how long the node existed within the bucket
     unavailable: bool  # zero allocatable GPUs, cordoned or NotReady
     price: float | None  # USD per physical GPU-hour
+
+    @property
+    def gpu_model(self) -> str:
+        return self.gpu.gpu_model
+
+    @property
+    def physical_gpus(self) -> int:
+        return self.gpu.physical_gpus
 
 
 @dataclass(frozen=True)
@@ -106,34 +106,6 @@ class BucketResult:
     inconsistent: bool = False
 
 
-def unit_share(resource: str, node: NodeFact | None, *, by_memory: bool = False) -> float | None:
-    """Share of one physical GPU per requested unit of `resource` on `node` (the ledger's table).
-
-    None means the resource is not a GPU resource the ledger knows: it is reported, never counted.
-    """
-    mig = MIG_RESOURCE.match(resource)
-    if mig:
-        if by_memory and node and resource in node.mig_memory_fraction:
-            return node.mig_memory_fraction[resource]
-        slices = node.compute_slices if node and node.compute_slices else 7
-        return int(mig.group(1)) / slices
-    if resource in ("nvidia.com/gpu", "nvidia.com/gpu.shared"):
-        if node is None:
-            return 1.0
-        if node.sharing == "mig-single" and resource == "nvidia.com/gpu":
-            return node.mig_single_slices / (node.compute_slices or 7)
-        replicas = node.replicas.get(resource, 1.0)
-        if resource == "nvidia.com/gpu.shared" or node.sharing in ("time-slicing", "mps"):
-            return 1.0 / max(replicas, 1.0)
-        return 1.0
-    return None
-
-
-def _series_slices(profile: str) -> int | None:
-    m = MIG_PROFILE.match(profile)
-    return int(m.group(1)) if m else None
-
-
 def _valid_ratio(v: float) -> bool:
     return not math.isnan(v) and -EPS <= v <= 1.0 + 1e-6
 
@@ -151,9 +123,9 @@ def _pod_activity(
     for signal in SIGNALS:
         pool = [s for s in series if signal in s.values and _valid_ratio(s.values[signal])]
         for resource, share in units:
-            mig = MIG_RESOURCE.match(resource)
-            want = int(mig.group(1)) if mig else None
-            match = next((s for s in pool if _series_slices(s.profile) == want), None)
+            profile = mig_profile(resource)
+            want = profile_slices(profile) if profile else None
+            match = next((s for s in pool if profile_slices(s.profile) == want), None)
             if match is None and want is None:
                 match = next((s for s in pool if s.profile == ""), None) or (pool[0] if pool else None)
             if match is None:
@@ -187,7 +159,7 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
             result.warnings.append(f"pod {pod.namespace}/{pod.name} on unknown node {pod.node!r}")
         units: list[tuple[str, float]] = []
         for resource, count in sorted(pod.requests.items()):
-            share = unit_share(resource, node, by_memory=inputs.mig_weight_by_memory)
+            share = (node.gpu if node else UNKNOWN_NODE).unit_share(resource, by_memory=inputs.mig_weight_by_memory)
             if share is None:
                 result.warnings.append(f"pod {pod.namespace}/{pod.name}: unknown resource {resource} not counted")
                 continue
@@ -239,20 +211,3 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
             )
         )
     return result
-
-
-def effective_request(containers: list[tuple[str, dict[str, float]]]) -> dict[str, float]:
-    """The scheduler's rule: max(sum over app containers and sidecars, max over init containers).
-
-    `containers` holds (kind, resources) with kind "app", "sidecar" or "init".
-    """
-    total: dict[str, float] = defaultdict(float)
-    init_max: dict[str, float] = defaultdict(float)
-    for kind, resources in containers:
-        for res, qty in resources.items():
-            if kind == "init":
-                init_max[res] = max(init_max[res], qty)
-            else:
-                total[res] += qty
-    return {r: max(total.get(r, 0.0), init_max.get(r, 0.0)) for r in set(total) | set(init_max)
-            if max(total.get(r, 0.0), init_max.get(r, 0.0)) > 0}

@@ -14,7 +14,7 @@ import hashlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -22,9 +22,10 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
+from apps.common.timeutils import HOUR, floor_hour, hours_between, is_midnight
 from apps.inventory.models import Cluster
+from apps.usage.activity import DEFAULT_SIGNAL, SIGNALS
 from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour
-from apps.usage.signals import DEFAULT_SIGNAL, SIGNALS
 
 # group_by keys, in the order the API documents them.
 GROUP_KEYS: tuple[str, ...] = ("team", "namespace", "cluster", "node_group", "gpu_model", "day", "hour")
@@ -62,7 +63,7 @@ def coverage(allocated: float, unmeasured: float) -> float | None:
 
 def is_whole_day_range(start: datetime, end: datetime) -> bool:
     """True when both ends are midnight UTC, so the day rollups answer exactly."""
-    return all(t.astimezone(UTC).time() == time(0) for t in (start, end))
+    return is_midnight(start) and is_midnight(end)
 
 
 def _team_filter(visible_teams: set[str] | None, team: str | None) -> Q:
@@ -407,3 +408,24 @@ def _idle_streak(history: list[tuple], latest: datetime, threshold: float) -> li
         streak.append(rec)
         expected = hour - timedelta(hours=1)
     return streak
+
+
+# ---- Collection: which buckets are due ----
+
+
+def due_hours(cluster: Cluster, now: datetime) -> list[datetime]:
+    """The provisional hour, ended hours not yet final since the last final one, and failed buckets due."""
+    current = floor_hour(now)
+    last_final = (
+        Bucket.objects.filter(cluster=cluster, state=Bucket.State.FINAL, status=Bucket.Status.OK)
+        .order_by("-hour").values_list("hour", flat=True).first()
+    )
+    first = last_final + HOUR if last_final else current - timedelta(hours=settings.GPUFINOPS_FIRST_RUN_HOURS)
+    hours = set(hours_between(first, current + HOUR))
+    retry = Bucket.objects.filter(cluster=cluster).exclude(status=Bucket.Status.OK).filter(
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
+    )
+    hours.update(retry.values_list("hour", flat=True))
+    not_final = Bucket.objects.filter(cluster=cluster, state=Bucket.State.PROVISIONAL, hour__lt=current)
+    hours.update(not_final.values_list("hour", flat=True))
+    return sorted(hours)

@@ -9,25 +9,34 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.common.timeutils import HOUR, day_bounds
+from apps.inventory.gpus import effective_request
 from apps.inventory.models import Cluster
-from apps.usage.ledger import BucketResult
+from apps.inventory.observations import ClusterSnapshot
+from apps.inventory.services import record_teams
+from apps.usage.activity import SIGNALS
+from apps.usage.inputs import assemble_bucket
+from apps.usage.ledger import BucketResult, compute_bucket
 from apps.usage.models import (
     Bucket,
     CapacityDay,
     CapacityHour,
     NodeHour,
     PodHour,
+    PodObservation,
     UsageDay,
     UsageHour,
 )
-from apps.usage.signals import SIGNALS
+from apps.usage.sources import MetricsSource, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +74,6 @@ def claim_bucket(cluster: Cluster, hour: datetime, owner: str, lease_seconds: in
         lease_owner=owner, lease_expires=now + timedelta(seconds=lease), attempts=F("attempts") + 1
     )
     return claimed == 1
-
-
-def release_bucket(cluster: Cluster, hour: datetime, owner: str) -> None:
-    Bucket.objects.filter(cluster=cluster, hour=hour, lease_owner=owner).update(lease_owner="", lease_expires=None)
 
 
 def mark_failed(
@@ -144,26 +149,34 @@ def _grouped_sums(rows: list[tuple], nkeys: int) -> list[tuple]:
     return [key + tuple(math.fsum(col) for col in zip(*vals, strict=True)) for key, vals in sorted(groups.items())]
 
 
-def _rollup(cluster: Cluster, hour: datetime) -> None:
-    """Rebuild the hour's rollups from its ledger rows, then the day's rollups from its hours."""
-    day = hour.date()
-    day_start = datetime(day.year, day.month, day.day, tzinfo=hour.tzinfo)
-    keys = ["team", "namespace", "node_group", "gpu_model"]
-    pods = PodHour.objects.filter(cluster=cluster, hour=hour).values_list(*keys, *SUM_COLUMNS)
-    _bulk_insert(UsageHour, ["cluster_id", "hour", *keys, *SUM_COLUMNS],
-                 [(cluster.pk, hour, *r) for r in _grouped_sums(list(pods), len(keys))])
-    nodes = NodeHour.objects.filter(cluster=cluster, hour=hour).values_list("node_group", "gpu_model", *CAPACITY_SUMS)
-    _bulk_insert(CapacityHour, ["cluster_id", "hour", "node_group", "gpu_model", *CAPACITY_SUMS],
-                 [(cluster.pk, hour, *r) for r in _grouped_sums(list(nodes), 2)])
+USAGE_KEYS = ["team", "namespace", "node_group", "gpu_model"]
+CAPACITY_KEYS = ["node_group", "gpu_model"]
+
+
+def rollup_hour(cluster: Cluster, hour: datetime) -> None:
+    """Rebuild the hour's rollups (UsageHour, CapacityHour) from its ledger rows."""
+    UsageHour.objects.filter(cluster=cluster, hour=hour).delete()
+    CapacityHour.objects.filter(cluster=cluster, hour=hour).delete()
+    pods = PodHour.objects.filter(cluster=cluster, hour=hour).values_list(*USAGE_KEYS, *SUM_COLUMNS)
+    _bulk_insert(UsageHour, ["cluster_id", "hour", *USAGE_KEYS, *SUM_COLUMNS],
+                 [(cluster.pk, hour, *r) for r in _grouped_sums(list(pods), len(USAGE_KEYS))])
+    nodes = NodeHour.objects.filter(cluster=cluster, hour=hour).values_list(*CAPACITY_KEYS, *CAPACITY_SUMS)
+    _bulk_insert(CapacityHour, ["cluster_id", "hour", *CAPACITY_KEYS, *CAPACITY_SUMS],
+                 [(cluster.pk, hour, *r) for r in _grouped_sums(list(nodes), len(CAPACITY_KEYS))])
+
+
+def rollup_day(cluster: Cluster, day: date) -> None:
+    """Rebuild the day's rollups (UsageDay, CapacityDay) from its hourly rollups."""
+    start, end = day_bounds(day)
+    in_day = {"cluster": cluster, "hour__gte": start, "hour__lt": end}
     UsageDay.objects.filter(cluster=cluster, day=day).delete()
     CapacityDay.objects.filter(cluster=cluster, day=day).delete()
-    in_day = {"cluster": cluster, "hour__gte": day_start, "hour__lt": day_start + timedelta(days=1)}
-    hours = UsageHour.objects.filter(**in_day).values_list(*keys, *SUM_COLUMNS)
-    _bulk_insert(UsageDay, ["cluster_id", "day", *keys, *SUM_COLUMNS],
-                 [(cluster.pk, day, *r) for r in _grouped_sums(list(hours), len(keys))])
-    caps = CapacityHour.objects.filter(**in_day).values_list("node_group", "gpu_model", *CAPACITY_SUMS)
-    _bulk_insert(CapacityDay, ["cluster_id", "day", "node_group", "gpu_model", *CAPACITY_SUMS],
-                 [(cluster.pk, day, *r) for r in _grouped_sums(list(caps), 2)])
+    hours = UsageHour.objects.filter(**in_day).values_list(*USAGE_KEYS, *SUM_COLUMNS)
+    _bulk_insert(UsageDay, ["cluster_id", "day", *USAGE_KEYS, *SUM_COLUMNS],
+                 [(cluster.pk, day, *r) for r in _grouped_sums(list(hours), len(USAGE_KEYS))])
+    caps = CapacityHour.objects.filter(**in_day).values_list(*CAPACITY_KEYS, *CAPACITY_SUMS)
+    _bulk_insert(CapacityDay, ["cluster_id", "day", *CAPACITY_KEYS, *CAPACITY_SUMS],
+                 [(cluster.pk, day, *r) for r in _grouped_sums(list(caps), len(CAPACITY_KEYS))])
 
 
 def write_bucket(
@@ -178,18 +191,19 @@ def write_bucket(
 ) -> None:
     """Replace the bucket's ledger rows and rollups in one transaction, if we still hold its lease."""
     now = timezone.now()
-    final = covered_until >= hour + timedelta(hours=1)
+    final = covered_until >= hour + HOUR
     pod_rows = _pod_tuples(cluster, hour, result)
     node_rows = _node_tuples(cluster, hour, result)
     with transaction.atomic():
         bucket = Bucket.objects.select_for_update().get(cluster=cluster, hour=hour)
         if bucket.lease_owner != owner:
             raise LeaseLost(f"bucket {cluster.name} {hour.isoformat()} is now held by {bucket.lease_owner!r}")
-        for model in (PodHour, NodeHour, UsageHour, CapacityHour):
+        for model in (PodHour, NodeHour):
             model.objects.filter(cluster=cluster, hour=hour).delete()
         _bulk_insert(PodHour, POD_COLUMNS, pod_rows)
         _bulk_insert(NodeHour, NODE_COLUMNS, node_rows)
-        _rollup(cluster, hour)
+        rollup_hour(cluster, hour)
+        rollup_day(cluster, hour.date())
         warnings = (result.warnings + (extra_warnings or []))[:200]
         bucket.state = Bucket.State.FINAL if final else Bucket.State.PROVISIONAL
         bucket.status = status
@@ -204,3 +218,106 @@ def write_bucket(
         bucket.lease_expires = None
         bucket.next_attempt_at = None if status == Bucket.Status.OK else now + timedelta(minutes=15)
         bucket.save()
+
+
+# ---- Pod observations (the allocation intervals the Kubernetes API shows) ----
+
+OBSERVATION_FIELDS = ["namespace", "pod", "node", "phase", "labels", "requests", "started", "finished", "last_seen",
+                      "gone"]
+
+
+@transaction.atomic
+def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
+    """Each GPU pod's allocation interval updated from one snapshot; pods that vanished end at last sight.
+
+    Two workers observing the same cluster at once would race on the same rows: the cluster row's lock
+    serializes them (a no-op on SQLite, which serializes writers anyway).
+    """
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+    uids = [p.uid for p in snap.pods]
+    # Pods not gone, plus any of this snapshot's pods seen before (a pod can come back after a blip).
+    known = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(uid__in=uids))}
+    to_create, to_update = [], []
+    for pod in snap.pods:
+        obs = known.get(pod.uid)
+        if obs is None:
+            obs = PodObservation(cluster=cluster, uid=pod.uid, first_seen=snap.taken_at)
+            to_create.append(obs)
+        else:
+            to_update.append(obs)
+        obs.namespace, obs.pod, obs.node, obs.phase = pod.namespace, pod.name, pod.node, pod.phase
+        obs.labels = pod.labels
+        obs.requests = effective_request(pod.containers)
+        obs.started = pod.started
+        # A pod seen with a deletion timestamp ends there at the latest (ledger.md "Allocation").
+        obs.finished = pod.finished or (pod.deletion if pod.phase == "Running" and pod.deletion else None)
+        obs.last_seen = snap.taken_at
+        obs.gone = False
+    seen = set(uids)
+    for uid, obs in known.items():
+        if uid not in seen and not obs.gone:
+            obs.gone = True
+            if obs.finished is None and obs.started is not None:
+                obs.finished = obs.last_seen  # disappeared while running: ends at its last observation
+            to_update.append(obs)
+    # Bulk writes: a 10,000-GPU cluster has thousands of GPU pods; one UPDATE each dominated the bucket.
+    PodObservation.objects.bulk_create(to_create, batch_size=1000)
+    PodObservation.objects.bulk_update(to_update, OBSERVATION_FIELDS, batch_size=1000)
+
+
+# ---- Collecting one bucket ----
+
+
+@dataclass(frozen=True)
+class BucketOutcome:
+    """What became of one bucket: written, failed (with the reason) or skipped (another worker holds it)."""
+
+    hour: datetime
+    state: str  # "written" | "failed" | "skipped"
+    error: str = ""
+
+
+def collect_bucket(
+    cluster: Cluster,
+    hour: datetime,
+    *,
+    now: datetime,
+    source: MetricsSource,
+    namespace_labels: Mapping[str, Mapping[str, str]],
+    owner: str,
+) -> BucketOutcome:
+    """Claim the bucket, assemble its inputs from the source, compute its rows and replace it whole."""
+    if not claim_bucket(cluster, hour, owner):
+        return BucketOutcome(hour, "skipped")  # another worker holds it: a duplicate tick is harmless
+    end = min(hour + HOUR, now)
+    try:
+        assembled = assemble_bucket(cluster, hour, end, source, namespace_labels)
+        result = compute_bucket(assembled.inputs)
+        status = Bucket.Status.OK
+        if not assembled.has_dcgm and result.pods:
+            status = Bucket.Status.SOURCE_MISSING  # written with everything unmeasured; retried later
+        record_teams(cluster, {p.fact.team for p in result.pods}, hour)
+        rejected = [
+            f"pod {pod.namespace}/{pod.name}: team label {choice.rejected[:80]!r} not obeyed ({choice.reason}); "
+            f"charged to {choice.team}"
+            for pod, choice in assembled.rejected_teams
+        ]
+        write_bucket(cluster, hour, result, owner=owner, covered_until=end, status=status,
+                     extra_warnings=rejected + list(source.warnings))
+        source.warnings.clear()
+        return BucketOutcome(hour, "written")
+    except (SourceError, LeaseLost) as exc:
+        mark_failed(cluster, hour, owner, str(exc), now=now)
+        return BucketOutcome(hour, "failed", str(exc))
+    except Exception as exc:
+        log.exception("bucket %s %s crashed", cluster.name, hour)
+        mark_failed(cluster, hour, owner, f"{type(exc).__name__}: {exc}", now=now)
+        return BucketOutcome(hour, "failed", f"{type(exc).__name__}: {exc}")
+
+
+def mark_unreachable(cluster: Cluster, hours: list[datetime], owner: str, error: str, *, status: str,
+                     now: datetime) -> None:
+    """A source could not be reached at all: each bucket to collect is marked, to be retried."""
+    for h in hours:
+        Bucket.objects.get_or_create(cluster=cluster, hour=h)
+        mark_failed(cluster, h, owner, error, status=status, now=now)

@@ -25,14 +25,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.db.models import Sum
 from rest_framework.test import APIClient
 
 from apps.accounts.selectors import FINANCE_GROUP
 from apps.accounts.services import create_api_token
 from apps.inventory.models import Cluster, NamespaceTeam, NodeGroup, Team
-from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour
-from apps.usage.signals import SIGNALS
+from apps.inventory.services import record_teams
+from apps.usage.activity import SIGNALS
+from apps.usage.models import Bucket, CapacityHour, PodHour, UsageHour
+from apps.usage.services import rollup_day
 
 DAY = datetime(2026, 11, 23, tzinfo=UTC)
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -70,23 +71,10 @@ def _usage(cluster, hour, team, namespace, node_group, gpu_model, allocated, wor
 
 
 def rebuild_days() -> None:
-    """UsageDay and CapacityDay from the hourly rows (what the ledger's write path keeps in step)."""
-    UsageDay.objects.all().delete()
-    CapacityDay.objects.all().delete()
-    keys = ["cluster_id", "team", "namespace", "node_group", "gpu_model"]
-    for hour_day in {h.date() for h in UsageHour.objects.values_list("hour", flat=True)}:
-        start = datetime(hour_day.year, hour_day.month, hour_day.day, tzinfo=UTC)
-        span = {"hour__gte": start, "hour__lt": start + timedelta(days=1)}
-        for row in UsageHour.objects.filter(**span).values(*keys).annotate(**{f: Sum(f) for f in SUM_FIELDS}):
-            UsageDay.objects.create(day=hour_day, **row)
-        cap = ["capacity_gpu_hours", "allocated_gpu_hours", "unallocated_gpu_hours", "unavailable_gpu_hours"]
-        cap.append("unallocated_cost")
-        for row in (
-            CapacityHour.objects.filter(**span)
-            .values("cluster_id", "node_group", "gpu_model")
-            .annotate(**{f: Sum(f) for f in cap})
-        ):
-            CapacityDay.objects.create(day=hour_day, **row)
+    """UsageDay and CapacityDay from the hourly rows, by the ledger's own day rollup."""
+    for cluster in Cluster.objects.all():
+        for day in {h.date() for h in UsageHour.objects.filter(cluster=cluster).values_list("hour", flat=True)}:
+            rollup_day(cluster, day)
 
 
 def pod_hour(cluster, hour, pod, team, *, working, idle, unmeasured=0.0, gpus=4.0, price=2.0, namespace=None):
@@ -157,6 +145,9 @@ def ledger(db):
         for cluster in (alpha, beta):
             Bucket.objects.create(cluster=cluster, hour=hour, state="final", status="ok")
     rebuild_days()
+    # Who appeared where (the collector records this as it writes buckets): the visibility rule reads it.
+    record_teams(alpha, ["vision", "unassigned"], DAY)
+    record_teams(beta, ["nlp"], DAY)
 
     # Idle allocations, latest bucket 2026-11-24 02:00 in both clusters.
     latest = DAY + timedelta(days=1, hours=2)

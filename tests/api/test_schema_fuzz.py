@@ -63,7 +63,7 @@ def test_it_never_answers_5xx_to_generated_requests(ledger, users, keep_connecti
             database=None,
             suppress_health_check=list(HealthCheck),
         )
-        def run(case):  # type: ignore[no-untyped-def]
+        def run(case):
             response = case.call(headers=headers)
             assert response.status_code < 500, (case.as_curl_command(), response.text[:500])
             seen.setdefault(case.operation.label, set()).add(response.status_code)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -10,11 +9,10 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
-from apps.capacity.services import prune_capacity_history, record_capacity_snapshot
+from apps.capacity.services import prune_capacity_history
 from apps.inventory.models import Cluster, Team
-from apps.queues.services import record_queue_snapshot
 from apps.simulator.oracle import expected_fragmentation, expected_pending
-from tests.harness.kube_world import read_world_snapshot
+from tests.harness.kube_world import record_world
 
 pytestmark = pytest.mark.django_db
 
@@ -24,11 +22,8 @@ FIELDS = [
 ]  # fmt: skip
 
 
-def _collect(world, cluster):  # type: ignore[no-untyped-def]
-    snapshot = read_world_snapshot(world, cluster)
-    record_capacity_snapshot(cluster, snapshot)
-    record_queue_snapshot(cluster, world.api_client(), snapshot.taken_at)
-    return snapshot
+def _collect(world, cluster):
+    return record_world(world, cluster)
 
 
 def _table_state() -> list:
@@ -82,14 +77,10 @@ def test_it_diagnoses_pending_work_like_the_oracle(kube_world, cluster, staff_cl
 
 
 def test_it_recollects_idempotently_and_history_survives_a_restart(kube_world, cluster):
-    snapshot = read_world_snapshot(kube_world, cluster)
-    record_capacity_snapshot(cluster, snapshot)
-    record_queue_snapshot(cluster, kube_world.api_client(), snapshot.taken_at)
+    record_world(kube_world, cluster)
     first = _table_state()
     # A restart: nothing in memory, the same collection recorded again from the same cluster state.
-    again = dataclasses.replace(read_world_snapshot(kube_world, cluster), taken_at=snapshot.taken_at)
-    record_capacity_snapshot(cluster, again)
-    record_queue_snapshot(cluster, kube_world.api_client(), snapshot.taken_at)
+    record_world(kube_world, cluster)
     assert _table_state() == first
 
 
@@ -112,7 +103,7 @@ def test_it_thins_history_older_than_seven_days_to_hourly(cluster):
 def test_it_shows_non_staff_only_their_teams_pending_work(kube_world, cluster):
     _collect(kube_world, cluster)
     alice = User.objects.create_user("alice")
-    Team.objects.create(name="research").members.add(alice)
+    Team.objects.get_or_create(name="research")[0].members.add(alice)
     client = APIClient()
     client.force_authenticate(alice)
     rows = client.get("/api/v1/pending/").json()["results"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apps.capacity.fragmentation import cluster_fragmentation, largest_free_block, node_slots, placeable, stranded
 from apps.capacity.pending import diagnose_request
-from apps.ingest.collectors.types import ContainerRequest, NodeInfo, PodInfo
+from apps.inventory.observations import ContainerRequest, NodeInfo, PodInfo
 
 GROUP_LABELS = ["karpenter.sh/nodepool"]
 FREE = [3, 5, 0, 8]  # free whole GPUs of four schedulable 8-GPU nodes

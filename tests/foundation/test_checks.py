@@ -9,7 +9,7 @@ from tests.foundation.helpers import clean_env, manage
 PRODUCTION_SECRET = "k3r9-" + "a1b2c3d4e5f6g7h8i9j0" * 3  # 65 characters, varied enough for check --deploy
 
 
-def ids(messages) -> list[str]:  # type: ignore[no-untyped-def]
+def ids(messages) -> list[str]:
     return [message.id for message in messages]
 
 

@@ -16,7 +16,7 @@ def load_compose() -> dict:
     return yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
 
 
-def as_argv(command) -> list[str]:  # type: ignore[no-untyped-def]
+def as_argv(command) -> list[str]:
     return command.split() if isinstance(command, str) else [str(part) for part in command]
 
 

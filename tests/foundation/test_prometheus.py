@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.services
 
 
-def write_gauge(path, *, start: int, hours: int, step: int = 60) -> None:  # type: ignore[no-untyped-def]
+def write_gauge(path, *, start: int, hours: int, step: int = 60) -> None:
     """gpufinops_test_gauge = minute-of-hour (0..59) every `step` seconds for `hours` hours from `start`."""
     lines = ["# HELP gpufinops_test_gauge A gauge for the harness test.", "# TYPE gpufinops_test_gauge gauge"]
     for ts in range(start, start + hours * 3600, step):

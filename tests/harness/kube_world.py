@@ -50,3 +50,15 @@ def read_world_snapshot(world: KubeWorld, cluster):  # type: ignore[no-untyped-d
     from apps.ingest.collectors.kubernetes import read_snapshot
 
     return read_snapshot(cluster, api_client=world.api_client())
+
+
+def record_world(world: KubeWorld, cluster, taken_at: datetime | None = None):  # type: ignore[no-untyped-def]
+    """One collection's capacity and queue snapshots of the world, as the collector records them, taken at
+    `taken_at` (default: the world's instant)."""
+    import dataclasses
+
+    from apps.ingest.services import record_side_snapshots
+
+    snapshot = dataclasses.replace(read_world_snapshot(world, cluster), taken_at=taken_at or world.at)
+    record_side_snapshots(cluster, snapshot)
+    return snapshot

@@ -27,7 +27,7 @@ class _CollectingHandler:
     def __init__(self, messages: list[ReceivedMessage]) -> None:
         self.messages = messages
 
-    async def handle_DATA(self, server, session, envelope):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802
         parsed = email.message_from_bytes(envelope.original_content or envelope.content, policy=email.policy.default)
         self.messages.append(ReceivedMessage(envelope.mail_from, list(envelope.rcpt_tos), parsed))
         return "250 Message accepted for delivery"

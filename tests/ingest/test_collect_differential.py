@@ -9,8 +9,8 @@ import pytest
 from django.db.models import Sum
 
 from apps.ingest.services import collect_cluster
+from apps.usage.activity import SIGNALS
 from apps.usage.models import Bucket, NodeHour, PodHour, UsageDay, UsageHour
-from apps.usage.signals import SIGNALS
 from tests.ingest.conftest import make_cluster
 
 pytestmark = pytest.mark.django_db

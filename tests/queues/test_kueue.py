@@ -9,13 +9,14 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from apps.capacity.models import PendingWork
+from apps.ingest.collectors.kueue import parse_cluster_queue
 from apps.inventory.models import Cluster, Team
-from apps.queues.collectors import parse_cluster_queue
 from apps.queues.models import ClusterQueueSnapshot, QueueCollection, QuotaSnapshot, Workload
 from apps.queues.selectors import percentile
-from apps.queues.services import prune_queue_history, record_queue_snapshot
+from apps.queues.services import prune_queue_history
 from apps.simulator.oracle import expected_queues
 from apps.usage.models import PodHour
+from tests.harness.kube_world import record_world
 
 pytestmark = pytest.mark.django_db
 
@@ -30,13 +31,13 @@ def cluster():
     return Cluster.objects.create(name="sim-demo", source=Cluster.Source.SIMULATOR)
 
 
-def _client(user):  # type: ignore[no-untyped-def]
+def _client(user):
     client = APIClient()
     client.force_authenticate(user)
     return client
 
 
-def _rows(client) -> list[dict]:  # type: ignore[no-untyped-def]
+def _rows(client) -> list[dict]:
     response = client.get("/api/v1/queues/", {"cluster": "sim-demo"})
     assert response.status_code == 200
     return [{k: r[k] for k in FIELDS} for r in response.json()["results"]]
@@ -47,7 +48,8 @@ def _sorted(rows: list[dict]) -> list[dict]:
 
 
 def test_it_matches_the_oracle_quota_through_the_api(kube_world, cluster):
-    collection = record_queue_snapshot(cluster, kube_world.api_client(), kube_world.at)
+    record_world(kube_world, cluster)
+    collection = QueueCollection.objects.get()
     assert collection.api_version == "v1beta2"
     rows = _rows(_client(User.objects.create_user("ops", is_staff=True)))
     assert _sorted(rows) == _sorted(expected_queues(kube_world.scenario, kube_world.at))
@@ -57,7 +59,8 @@ def test_it_matches_the_oracle_quota_through_the_api(kube_world, cluster):
 
 def test_it_falls_back_to_v1beta1_with_its_field_names(kube_world, cluster, monkeypatch):
     monkeypatch.setattr("apps.simulator.k8s_api.KUEUE_VERSIONS", ("v1beta1",))
-    collection = record_queue_snapshot(cluster, kube_world.api_client(), kube_world.at)
+    record_world(kube_world, cluster)
+    collection = QueueCollection.objects.get()
     assert collection.api_version == "v1beta1"
     rows = _rows(_client(User.objects.create_user("ops", is_staff=True)))
     assert _sorted(rows) == _sorted(expected_queues(kube_world.scenario, kube_world.at))
@@ -66,7 +69,8 @@ def test_it_falls_back_to_v1beta1_with_its_field_names(kube_world, cluster, monk
 
 def test_it_records_no_queues_and_no_error_without_kueue(kube_world, cluster, monkeypatch):
     monkeypatch.setattr("apps.simulator.k8s_api.KUEUE_VERSIONS", ())
-    collection = record_queue_snapshot(cluster, kube_world.api_client(), kube_world.at)
+    record_world(kube_world, cluster)
+    collection = QueueCollection.objects.get()
     assert collection.api_version == ""
     assert not ClusterQueueSnapshot.objects.exists() and not Workload.objects.exists()
     assert _rows(_client(User.objects.create_user("ops", is_staff=True))) == []
@@ -74,23 +78,23 @@ def test_it_records_no_queues_and_no_error_without_kueue(kube_world, cluster, mo
 
 
 def test_it_recollects_idempotently(kube_world, cluster):
-    record_queue_snapshot(cluster, kube_world.api_client(), kube_world.at)
+    record_world(kube_world, cluster)
     state = lambda: (  # noqa: E731
         sorted(QuotaSnapshot.objects.values_list("cluster_queue__name", "flavor", "resource", "reserved", "borrowed")),
         sorted(Workload.objects.values_list("uid", "created", "admitted_at", "cluster_queue", "team")),
         sorted(PendingWork.objects.values_list("kind", "name", "reason")),
     )
     first = state()
-    record_queue_snapshot(cluster, kube_world.api_client(), kube_world.at)
+    record_world(kube_world, cluster)
     assert state() == first
     assert QueueCollection.objects.count() == 1
     assert ("workload", "quota") in {(k, r) for k, _, r in first[2]}
 
 
 def test_it_shows_non_staff_only_queues_of_their_teams(kube_world, cluster):
-    record_queue_snapshot(cluster, kube_world.api_client(), kube_world.at)
+    record_world(kube_world, cluster)
     alice = User.objects.create_user("alice")
-    Team.objects.create(name="research").members.add(alice)
+    Team.objects.get_or_create(name="research")[0].members.add(alice)
     assert {r["cluster_queue"] for r in _rows(_client(alice))} == {"research-cq"}
     assert _rows(_client(User.objects.create_user("nobody"))) == []
 

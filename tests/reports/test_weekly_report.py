@@ -10,18 +10,19 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import call_command
 
+from apps.inventory.gpus import GpuNode
 from apps.inventory.models import Cluster
 from apps.reports.models import ReportRun, ReportSubscription
 from apps.reports.services import last_complete_week, send_weekly_reports
 from apps.usage import services as ledger
+from apps.usage.activity import SIGNALS
 from apps.usage.ledger import BucketInputs, NodeFact, PodFact, SeriesFact, compute_bucket
 from apps.usage.models import Bucket
-from apps.usage.signals import SIGNALS
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
 NOW = END + timedelta(hours=2)
-NODE = NodeFact("n1", "pool", "NVIDIA-H100-80GB-HBM3", 8, "none", {}, 7, 0, {}, 3600.0, False, 4.0)
+NODE = NodeFact("n1", "pool", GpuNode("NVIDIA-H100-80GB-HBM3", 8, "none", 7), 3600.0, False, 4.0)
 
 
 def fill_week(cluster: Cluster) -> None:

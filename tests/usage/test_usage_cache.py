@@ -8,13 +8,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.inventory.gpus import GpuNode
 from apps.inventory.models import Cluster
 from apps.usage import services
 from apps.usage.ledger import BucketInputs, NodeFact, PodFact, compute_bucket
 from apps.usage.selectors import usage_report
 
 H = datetime(2026, 11, 23, 10, tzinfo=UTC)
-NODE = NodeFact("n1", "pool", "NVIDIA-H100-80GB-HBM3", 8, "none", {}, 7, 0, {}, 3600.0, False, 2.0)
+NODE = NodeFact("n1", "pool", GpuNode("NVIDIA-H100-80GB-HBM3", 8, "none", 7), 3600.0, False, 2.0)
 
 
 def write(cluster: Cluster, gpus: int) -> None:

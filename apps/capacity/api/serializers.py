@@ -38,10 +38,10 @@ class FragmentationRowSerializer(serializers.Serializer):
     unschedulable_nodes = serializers.ListField(child=serializers.CharField(), help_text="NotReady or cordoned")
     units = UnitRowSerializer(many=True, help_text="the same numbers per device resource, in its own unit")
 
-    def get_unit(self, row) -> str:  # type: ignore[no-untyped-def]
+    def get_unit(self, row) -> str:
         return "gpu"
 
-    def get_zero_allocatable_nodes(self, row) -> int:  # type: ignore[no-untyped-def]
+    def get_zero_allocatable_nodes(self, row) -> int:
         return len(row.zero_allocatable_nodes)
 
 

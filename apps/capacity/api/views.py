@@ -17,7 +17,7 @@ from apps.capacity.api.serializers import (
 )
 from apps.capacity.constants import PendingReason
 from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_counts, pending_list
-from apps.common.api import FormatParamMixin, Pagination
+from apps.common.api import FormatParamMixin, Pagination, paginated
 from apps.common.params import param_error, parse_choice, parse_datetime, parse_range, parse_text
 from apps.common.serializers import DetailSerializer, ErrorSerializer
 
@@ -46,7 +46,7 @@ class FragmentationApi(FormatParamMixin, APIView):
         description="With `at` (default now): the latest snapshot at or before it. With `start`/`end`: every "
         "snapshot in the range (response has `start`, `end` instead of `at`).",
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         teams, cluster = visible_team_names(request.user), parse_text(params, "cluster")
         if params.get("start") or params.get("end"):
@@ -77,7 +77,7 @@ class PendingListApi(FormatParamMixin, APIView):
         ],
         responses={200: PendingSerializer(many=True), **ERRORS},
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         rows = pending_list(
             at=parse_datetime(params, "at", default=_now()),
@@ -86,9 +86,7 @@ class PendingListApi(FormatParamMixin, APIView):
             team=parse_text(params, "team"),
             reason=parse_choice(params, "reason", PendingReason.values),
         )
-        paginator = Pagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(PendingSerializer(page, many=True).data)
+        return paginated(self, request, rows, PendingSerializer)
 
 
 class PendingCountsApi(FormatParamMixin, APIView):
@@ -99,7 +97,7 @@ class PendingCountsApi(FormatParamMixin, APIView):
         parameters=[CLUSTER_PARAM, TEAM_PARAM, START_PARAM, END_PARAM],
         responses={200: PendingCountsResponseSerializer, **ERRORS},
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         now = _now()
         if not params.get("start") and not params.get("end"):

@@ -1,4 +1,5 @@
-"""Kubernetes collector: paginated LISTs through the official client, reduced to plain dataclasses."""
+"""Kubernetes collector: paginated LISTs through the official client, reduced to the plain dataclasses of
+`apps.inventory.observations` (Kueue objects through `kueue.py`, on the same client and at the same time)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,15 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from kubernetes import client, config
 
-from apps.ingest.collectors.types import ClusterSnapshot, ContainerRequest, NamespaceInfo, NodeInfo, PodInfo
+from apps.ingest.collectors.kueue import KueueError, read_kueue
+from apps.ingest.collectors.limits import PAGE_SIZE, request_timeout
+from apps.inventory.gpus import is_gpu_node, is_nvidia_resource
 from apps.inventory.models import Cluster
+from apps.inventory.observations import ClusterSnapshot, ContainerRequest, NamespaceInfo, NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
-
-PAGE_SIZE = 500
-NVIDIA_PREFIX = "nvidia.com/"
 
 
 class KubernetesError(Exception):
@@ -41,15 +41,10 @@ def api_client_for(cluster: Cluster) -> client.ApiClient:
     return client.ApiClient(configuration=cfg)
 
 
-def _timeout() -> tuple[float, float]:
-    t = float(settings.GPUFINOPS_KUBERNETES_TIMEOUT)
-    return (min(t, 10.0), t)
-
-
 def _paged(list_fn: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
     token: str | None = None
     while True:
-        page = list_fn(limit=PAGE_SIZE, _continue=token, _request_timeout=_timeout(), **kwargs)
+        page = list_fn(limit=PAGE_SIZE, _continue=token, _request_timeout=request_timeout(), **kwargs)
         yield from page.items or []
         token = page.metadata._continue if page.metadata else None
         if not token:
@@ -57,7 +52,7 @@ def _paged(list_fn: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
 
 
 def _nvidia(resources: dict[str, Any] | None) -> dict[str, str]:
-    return {k: str(v) for k, v in (resources or {}).items() if k.startswith(NVIDIA_PREFIX)}
+    return {k: str(v) for k, v in (resources or {}).items() if is_nvidia_resource(k)}
 
 
 def parse_quantity(value: Any) -> float | None:
@@ -145,19 +140,24 @@ def _to_pod(p: Any) -> PodInfo | None:
 
 
 def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) -> ClusterSnapshot:
-    """Nodes with NVIDIA resources or GFD labels, pods requesting NVIDIA resources, and namespaces."""
-    api = client.CoreV1Api(api_client or api_client_for(cluster))
+    """GPU nodes, pods requesting NVIDIA resources, namespaces, and Kueue's objects when it is installed.
+
+    A failure to read Kueue is recorded in the snapshot (`kueue_error`), never fails the rest of it.
+    """
+    api_client = api_client or api_client_for(cluster)
+    api = client.CoreV1Api(api_client)
     taken_at = datetime.now(UTC)
     try:
-        nodes = []
-        for n in _paged(api.list_node):
-            info = _to_node(n)
-            if info.capacity or "nvidia.com/gpu.count" in info.labels or "nvidia.com/gpu.product" in info.labels:
-                nodes.append(info)
+        nodes = [info for info in map(_to_node, _paged(api.list_node)) if is_gpu_node(info.labels, info.capacity)]
         pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
         namespaces = [
             NamespaceInfo(ns.metadata.name, dict(ns.metadata.labels or {})) for ns in _paged(api.list_namespace)
         ]
     except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
         raise KubernetesError(f"Kubernetes API: {type(exc).__name__}: {str(exc)[:300]}") from exc
-    return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces))
+    try:
+        kueue, kueue_error = read_kueue(api_client), ""
+    except KueueError as exc:
+        kueue, kueue_error = None, str(exc)
+        log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
+    return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces), kueue, kueue_error)

@@ -1,5 +1,5 @@
 """Prometheus collector: instant queries at a bucket's end with *_over_time, so PromQL aggregates
-and no raw samples stream into Python.
+and no raw samples stream into Python. Implements the ledger's `MetricsSource`.
 
 Reads two families: DCGM activity per device series carrying a pod identity, and the
 kube-state-metrics history used to rebuild allocations for hours the Kubernetes collector missed.
@@ -7,10 +7,11 @@ kube-state-metrics history used to rebuild allocations for hours the Kubernetes 
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,44 +20,15 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from apps.inventory.models import Cluster
+from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS
 from apps.usage.ledger import SeriesFact
-from apps.usage.signals import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS
+from apps.usage.sources import HISTORY_STEP_SECONDS, NodeHistory, PodHistory, SourceError
 
 log = logging.getLogger(__name__)
 
-# Fallback order when a cluster does not export SM activity (ledger.md; telemetry reference 1.2).
-SM_FALLBACK = ("gr_engine_active", "gpu_util")
-KSM_STEP_SECONDS = 30
 
-
-class PrometheusError(Exception):
+class PrometheusError(SourceError):
     """Prometheus unreachable, or its answer unusable."""
-
-
-@dataclass(frozen=True)
-class KsmPod:
-    uid: str
-    namespace: str
-    name: str
-    node: str
-    started: datetime | None
-    finished: datetime | None
-    last_seen: datetime | None
-    labels: dict[str, str]  # original-ish keys for known labels (team, queue labels)
-    app_requests: dict[str, dict[str, float]]  # container -> resource -> quantity
-    init_requests: dict[str, dict[str, float]]
-
-
-@dataclass(frozen=True)
-class KsmNode:
-    name: str
-    labels: dict[str, str]
-    allocatable: dict[str, float]
-    capacity: dict[str, float]
-    unschedulable: bool
-    ready: bool
-    first_seen: datetime
-    last_seen: datetime
 
 
 def ksm_resource(name: str) -> str | None:
@@ -75,7 +47,13 @@ def ksm_resource(name: str) -> str | None:
 
 
 def ksm_label(key: str) -> str:
+    """kube-state-metrics writes a Kubernetes label `a.b/c` as the metric label `label_a_b_c`."""
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def unsanitized(metric_labels: dict[str, str], keys: Sequence[str]) -> dict[str, str]:
+    """The Kubernetes labels `keys` read back from a kube-state-metrics `*_labels` series."""
+    return {key: metric_labels[ksm_label(key)] for key in keys if ksm_label(key) in metric_labels}
 
 
 def window(start: datetime, end: datetime) -> tuple[str, datetime]:
@@ -110,8 +88,6 @@ class PrometheusSource:
         headers: dict[str, str] = {}
         auth = cluster.prometheus_auth
         if auth and ":" in auth:
-            import base64
-
             headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode()
         elif auth:
             headers["Authorization"] = f"Bearer {auth}"
@@ -173,13 +149,9 @@ class PrometheusSource:
         return out
 
     def activity(self, start: datetime, end: datetime) -> list[SeriesFact]:
+        """Every signal's series, each kept under its own name: a signal the exporter lacks stays missing
+        (its hours unmeasured), never filled with another signal's values (ledger.md "Activity")."""
         per_signal = {s: self._signal_series(s, start, end) for s in SIGNALS}
-        if not per_signal["sm_active"]:
-            for fallback in SM_FALLBACK:
-                if per_signal[fallback]:
-                    self.warnings.append(f"SM activity not exported; sm_active falls back to {fallback}")
-                    per_signal["sm_active"] = per_signal[fallback]
-                    break
         keys = set().union(*per_signal.values())
         facts = []
         for key in sorted(keys):
@@ -193,7 +165,7 @@ class PrometheusSource:
         return bool(self.query(f'count(count_over_time({{__name__=~"{metrics}"}}[{rng}]))', at))
 
     # ---- kube-state-metrics history ----
-    def ksm_pods(self, start: datetime, end: datetime) -> list[KsmPod]:
+    def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]:
         rng, at = window(start, end)
         starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", at)
         if not starts:
@@ -204,7 +176,7 @@ class PrometheusSource:
             if v:
                 done[r["metric"].get("uid", "")] = v
         seen: dict[str, float] = {}
-        q = f"max by (uid) (max_over_time(timestamp(kube_pod_start_time)[{rng}:{KSM_STEP_SECONDS}s]))"
+        q = f"max by (uid) (max_over_time(timestamp(kube_pod_start_time)[{rng}:{HISTORY_STEP_SECONDS}s]))"
         for r in self.query(q, at):
             v = _value(r)
             if v:
@@ -227,7 +199,7 @@ class PrometheusSource:
                     nodes[uid] = m["node"]
         labels: dict[str, dict[str, str]] = {}
         for r in self.query(f"max_over_time(kube_pod_labels[{rng}])", at):
-            labels[r["metric"].get("uid", "")] = {k: v for k, v in r["metric"].items() if k.startswith("label_")}
+            labels[r["metric"].get("uid", "")] = unsanitized(r["metric"], label_keys)
         for r in self.query(f"max_over_time(kube_pod_info[{rng}])", at):
             m = r["metric"]
             if m.get("node") and m.get("uid"):
@@ -239,7 +211,7 @@ class PrometheusSource:
             if not uid or (uid not in app and uid not in init):
                 continue
             pods.append(
-                KsmPod(
+                PodHistory(
                     uid=uid,
                     namespace=m.get("namespace", ""),
                     name=m.get("pod", ""),
@@ -254,15 +226,17 @@ class PrometheusSource:
             )
         return pods
 
-    def ksm_namespace_labels(self, start: datetime, end: datetime) -> dict[str, dict[str, str]]:
+    def namespace_labels(
+        self, start: datetime, end: datetime, label_keys: Sequence[str]
+    ) -> dict[str, dict[str, str]]:
         rng, at = window(start, end)
         out: dict[str, dict[str, str]] = {}
         for r in self.query(f"max_over_time(kube_namespace_labels[{rng}])", at):
             m = r["metric"]
-            out[m.get("namespace", "")] = {k: v for k, v in m.items() if k.startswith("label_")}
+            out[m.get("namespace", "")] = unsanitized(m, label_keys)
         return out
 
-    def ksm_nodes(self, start: datetime, end: datetime) -> list[KsmNode]:
+    def node_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[NodeHistory]:
         rng, at = window(start, end)
         labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(
             f"max_over_time(kube_node_labels[{rng}])", at)}
@@ -282,7 +256,7 @@ class PrometheusSource:
         first: dict[str, float] = {}
         last: dict[str, float] = {}
         for fn, target in (("min", first), ("max", last)):
-            q = f"{fn}_over_time(timestamp(kube_node_labels)[{rng}:{KSM_STEP_SECONDS}s])"
+            q = f"{fn}_over_time(timestamp(kube_node_labels)[{rng}:{HISTORY_STEP_SECONDS}s])"
             for r in self.query(q, at):
                 v = _value(r)
                 if v:
@@ -290,9 +264,9 @@ class PrometheusSource:
         nodes = []
         for name, m in labels.items():
             nodes.append(
-                KsmNode(
+                NodeHistory(
                     name=name,
-                    labels={k: v for k, v in m.items() if k.startswith("label_")},
+                    labels=unsanitized(m, label_keys),
                     allocatable=alloc.get(name, {}),
                     capacity=cap.get(name, {}),
                     unschedulable=name in cordoned,
@@ -302,8 +276,3 @@ class PrometheusSource:
                 )
             )
         return nodes
-
-
-def bucket_range(hour: datetime, now: datetime) -> tuple[datetime, datetime]:
-    """[hour, min(hour+1h, now)): the provisional bucket only covers what has happened."""
-    return hour, min(hour + timedelta(hours=1), now)

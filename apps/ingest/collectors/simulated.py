@@ -12,8 +12,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from apps.ingest.collectors.prometheus import KsmNode, KsmPod, ksm_resource
+from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE
 from apps.usage.ledger import SeriesFact
-from apps.usage.signals import DEFAULT_METRICS, SIGNAL_SCALE
 
 
 class SimulatedSource:

@@ -18,7 +18,7 @@ from apps.queues.api.serializers import (
     QueueUsageResponseSerializer,
 )
 from apps.queues.selectors import admission_waits, queue_list, queue_usage
-from apps.usage.signals import DEFAULT_SIGNAL, SIGNALS
+from apps.usage.activity import DEFAULT_SIGNAL, SIGNALS
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 START_PARAM = OpenApiParameter(
@@ -41,7 +41,7 @@ class QueueListApi(FormatParamMixin, APIView):
         parameters=[CLUSTER_PARAM, OpenApiParameter("at", str, description="ISO 8601 time or date; default now")],
         responses={200: QueueListResponseSerializer, **ERRORS},
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         at = parse_datetime(params, "at", default=datetime.now(UTC))
         rows = queue_list(at=at, visible_teams=visible_team_names(request.user), cluster=parse_text(params, "cluster"))
@@ -56,7 +56,7 @@ class AdmissionWaitApi(FormatParamMixin, APIView):
         parameters=[CLUSTER_PARAM, START_PARAM, END_PARAM],
         responses={200: AdmissionWaitResponseSerializer, **ERRORS},
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         start, end = parse_range(params)
         rows = admission_waits(
@@ -78,7 +78,7 @@ class QueueUsageApi(FormatParamMixin, APIView):
         ],
         responses={200: QueueUsageResponseSerializer, **ERRORS},
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         start, end = parse_range(params)
         signal = parse_choice(params, "signal", SIGNALS, default=DEFAULT_SIGNAL)

@@ -1,13 +1,10 @@
-"""CSV rendering of usage rows (``?format=csv``)."""
+"""CSV rendering of usage rows (``?format=csv``): the domain's one usage CSV (`apps.usage.exports`)."""
 
 from __future__ import annotations
 
-import csv
-import io
-
 from rest_framework.renderers import BaseRenderer
 
-from apps.usage.selectors import USAGE_FIELDS
+from apps.usage.exports import usage_csv
 
 
 class UsageCSVRenderer(BaseRenderer):
@@ -17,11 +14,5 @@ class UsageCSVRenderer(BaseRenderer):
     format = "csv"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        columns = [*data.get("group_by", []), *USAGE_FIELDS, "coverage"]
-        writer.writerow(columns)
-        for row in data.get("results", []):
-            writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
-        return buffer.getvalue().encode(self.charset)
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return usage_csv(data)

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import NotFound
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import FormatParamMixin, Pagination
+from apps.common.api import FormatParamMixin, Pagination, paginated
 from apps.common.params import parse_choice, parse_list, parse_range, parse_text
 from apps.common.serializers import DetailSerializer, ErrorSerializer
+from apps.usage.activity import DEFAULT_SIGNAL, SIGNALS
 from apps.usage.api.renderers import UsageCSVRenderer
-from apps.usage.api.serializers import IdleAllocationSerializer, UsageResponseSerializer
+from apps.usage.api.serializers import (
+    ClusterDetailSerializer,
+    ClusterSerializer,
+    IdleAllocationSerializer,
+    TeamDetailSerializer,
+    TeamSerializer,
+    UsageResponseSerializer,
+)
+from apps.usage.directory import cluster_get, cluster_list, team_get, team_list
 from apps.usage.selectors import GROUP_KEYS, idle_allocation_list, usage_report
-from apps.usage.signals import DEFAULT_SIGNAL, SIGNALS
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
@@ -58,7 +67,7 @@ class UsageApi(FormatParamMixin, APIView):
             **ERRORS,
         },
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         start, end = parse_range(params)
         report = usage_report(
@@ -92,7 +101,7 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
         ],
         responses={200: IdleAllocationSerializer(many=True), **ERRORS},
     )
-    def get(self, request):  # type: ignore[no-untyped-def]
+    def get(self, request):
         params = request.query_params
         rows = idle_allocation_list(
             visible_teams=visible_team_names(request.user),
@@ -100,6 +109,58 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
             team=parse_text(params, "team"),
             signal=parse_choice(params, "signal", SIGNALS, default=DEFAULT_SIGNAL),
         )
-        paginator = Pagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(IdleAllocationSerializer(page, many=True).data)
+        return paginated(self, request, rows, IdleAllocationSerializer)
+
+
+# ---- Teams and clusters the caller may see (absent from lists, 404 on detail when invisible) ----
+
+PAGE_PARAMS = [
+    OpenApiParameter("page", int),
+    OpenApiParameter("page_size", int, description=f"at most {Pagination.max_page_size}"),
+]
+LIST_ERRORS = {400: ErrorSerializer, 401: DetailSerializer}
+DETAIL_ERRORS = {
+    401: DetailSerializer,
+    404: OpenApiResponse(DetailSerializer, description="no such object, or one the caller may not see"),
+}
+
+
+class TeamListApi(FormatParamMixin, APIView):
+    pagination_class = Pagination
+
+    @extend_schema(
+        operation_id="teams_list", parameters=PAGE_PARAMS, responses={200: TeamSerializer(many=True), **LIST_ERRORS}
+    )
+    def get(self, request):
+        return paginated(self, request, team_list(visible_teams=visible_team_names(request.user)), TeamSerializer)
+
+
+class TeamDetailApi(FormatParamMixin, APIView):
+    @extend_schema(operation_id="teams_retrieve", responses={200: TeamDetailSerializer, **DETAIL_ERRORS})
+    def get(self, request, name: str):
+        team = team_get(name=name, visible_teams=visible_team_names(request.user))
+        if team is None:
+            raise NotFound()
+        return Response(TeamDetailSerializer(team).data)
+
+
+class ClusterListApi(FormatParamMixin, APIView):
+    pagination_class = Pagination
+
+    @extend_schema(
+        operation_id="clusters_list",
+        parameters=PAGE_PARAMS,
+        responses={200: ClusterSerializer(many=True), **LIST_ERRORS},
+    )
+    def get(self, request):
+        clusters = cluster_list(visible_teams=visible_team_names(request.user))
+        return paginated(self, request, clusters, ClusterSerializer)
+
+
+class ClusterDetailApi(FormatParamMixin, APIView):
+    @extend_schema(operation_id="clusters_retrieve", responses={200: ClusterDetailSerializer, **DETAIL_ERRORS})
+    def get(self, request, name: str):
+        cluster = cluster_get(name=name, visible_teams=visible_team_names(request.user))
+        if cluster is None:
+            raise NotFound()
+        return Response(ClusterDetailSerializer(cluster).data)

@@ -11,11 +11,11 @@ from apps.accounts.services import add_team_member
 class Command(BaseCommand):
     help = "Make USERNAME a member of TEAM (creating the team row if needed)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("team")
         parser.add_argument("username")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         try:
             team = add_team_member(options["team"], options["username"])
         except ValidationError as exc:

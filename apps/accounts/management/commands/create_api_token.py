@@ -12,11 +12,11 @@ from apps.accounts.services import create_api_token
 class Command(BaseCommand):
     help = "Create an API token for an existing user and print it on stdout (it is stored hashed)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("--expires-days", type=int, default=None, help="validity in days (default 90)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         user_model = get_user_model()
         try:
             user = user_model.objects.get(**{user_model.USERNAME_FIELD: options["username"]})

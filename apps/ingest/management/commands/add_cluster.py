@@ -10,7 +10,7 @@ from apps.inventory.models import Cluster
 class Command(BaseCommand):
     help = "Create or update a cluster gpufinops collects from."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--prometheus-url", required=True)
         parser.add_argument("--kubeconfig", default="", help="kubeconfig path (default: KUBECONFIG, ~/.kube/config)")
@@ -22,7 +22,7 @@ class Command(BaseCommand):
             help="override a DCGM metric name, e.g. sm_active=DCGM_FI_PROF_SM_UTIL_RATIO",
         )
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         try:
             URLValidator(schemes=["http", "https"])(opts["prometheus_url"])
         except ValidationError as exc:

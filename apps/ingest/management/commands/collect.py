@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from apps.common.timeutils import hours_between
 from apps.ingest import services
 from apps.inventory.models import Cluster
 
@@ -24,12 +25,12 @@ def parse_when(value: str, name: str) -> datetime:
 class Command(BaseCommand):
     help = "Collect and write every hourly bucket overlapping [since, until) (same code as the Celery task)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--cluster", help="cluster name (default: all)")
         parser.add_argument("--since", help="ISO 8601; default: resume after the last final bucket")
         parser.add_argument("--until", help="ISO 8601; default: now")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         now = timezone.now()
         clusters = Cluster.objects.all()
         if opts["cluster"]:
@@ -44,7 +45,7 @@ class Command(BaseCommand):
             raise CommandError("--since must be before --until")
         failed = False
         for cluster in clusters:
-            hours = services.hours_between(since, until) if since else None
+            hours = hours_between(since, until) if since else None
             report = services.collect_cluster(cluster, hours, now=now, progress=lambda m: print(m, file=sys.stderr))
             self.stdout.write(
                 f"{cluster.name}: {len(report.written)} written, {len(report.failed)} failed, "

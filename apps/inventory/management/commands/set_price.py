@@ -13,13 +13,13 @@ from apps.inventory.services import set_price
 class Command(BaseCommand):
     help = "Set the USD price of one physical GPU-hour for a GPU model (nvidia.com/gpu.product)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("gpu_model")
         parser.add_argument("usd_per_gpu_hour")
         parser.add_argument("--cluster", help="only for this cluster")
         parser.add_argument("--effective-from", help="YYYY-MM-DD (default: today, UTC)")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         try:
             usd = Decimal(opts["usd_per_gpu_hour"])
         except InvalidOperation as exc:

@@ -10,11 +10,11 @@ from apps.reports.models import ReportSubscription
 class Command(BaseCommand):
     help = "Subscribe an email address to the weekly report (all teams, or only --team ones)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("email")
         parser.add_argument("--team", action="append", default=[], help="limit to this team (repeatable)")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         try:
             validate_email(opts["email"])
         except ValidationError as exc:

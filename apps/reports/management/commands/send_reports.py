@@ -9,11 +9,11 @@ from apps.reports.services import send_weekly_reports
 class Command(BaseCommand):
     help = "Email the last complete week's GPU cost report to every subscription that has not had it."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--now", help="ISO 8601 instant to act as (default: now); the week before it is sent")
         parser.add_argument("--force", action="store_true", help="send even if some bucket of the week is not final")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         now = None
         if opts["now"]:
             now = parse_datetime(opts["now"])

@@ -1,4 +1,4 @@
-"""The pure bucket arithmetic against hand-computed ledger.md examples."""
+"""The pure bucket arithmetic (apps/usage/ledger.py) against hand-computed ledger.md examples."""
 
 from __future__ import annotations
 
@@ -6,35 +6,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from apps.usage.ledger import (
-    BucketInputs,
-    NodeFact,
-    PodFact,
-    SeriesFact,
-    compute_bucket,
-    effective_request,
-    unit_share,
-)
-from apps.usage.signals import SIGNALS
+from apps.inventory.gpus import GpuNode
+from apps.usage.activity import SIGNALS
+from apps.usage.ledger import BucketInputs, NodeFact, PodFact, SeriesFact, compute_bucket
 
 H = datetime(2026, 11, 23, 10, tzinfo=UTC)
 
 
-def node(name="n1", gpus=8, sharing="none", replicas=None, price=2.0, unavailable=False, slices=7, single=0):
-    return NodeFact(
-        name,
-        "pool",
-        "NVIDIA-H100-80GB-HBM3",
-        gpus,
-        sharing,
-        replicas or {},
-        slices,
-        single,
-        {},
-        3600.0,
-        unavailable,
-        price,
-    )
+def node(name="n1", gpus=8, sharing="none", replicas=None, price=2.0, unavailable=False, slices=7):
+    gpu = GpuNode("NVIDIA-H100-80GB-HBM3", gpus, sharing, slices, replicas=replicas or {})
+    return NodeFact(name, "pool", gpu, 3600.0, unavailable, price)
 
 
 def pod(name, requests, held=3600.0, node_name="n1", team="vision"):
@@ -89,9 +70,6 @@ def test_it_shares_time_sliced_gpus_by_replicas():
 
 
 def test_it_weights_mig_slices_by_compute_slices():
-    assert unit_share("nvidia.com/mig-3g.40gb", node()) == pytest.approx(3 / 7)
-    assert unit_share("nvidia.com/mig-1g.6gb", node(slices=4)) == pytest.approx(1 / 4)
-    assert unit_share("nvidia.com/gpu", node(sharing="mig-single", single=2)) == pytest.approx(2 / 7)
     result = compute_bucket(
         BucketInputs(
             H,
@@ -137,12 +115,3 @@ def test_it_counts_unavailable_nodes_in_capacity():
     result = compute_bucket(BucketInputs(H, 3600, [node(gpus=4, unavailable=True)], [], []))
     assert result.nodes[0].capacity == pytest.approx(4.0)
     assert result.nodes[0].unavailable == pytest.approx(4.0)
-
-
-def test_it_applies_the_schedulers_effective_request_rule():
-    assert effective_request(
-        [("app", {"nvidia.com/gpu": 1}), ("app", {"nvidia.com/gpu": 1}), ("init", {"nvidia.com/gpu": 4})]
-    ) == {"nvidia.com/gpu": 4}
-    assert effective_request(
-        [("app", {"nvidia.com/gpu": 2}), ("sidecar", {"nvidia.com/gpu": 1}), ("init", {"nvidia.com/gpu": 2})]
-    ) == {"nvidia.com/gpu": 3}

@@ -9,110 +9,35 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import InvalidOperation
 from typing import Any
 
-from django.conf import settings
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
-from apps.capacity.fragmentation import effective_request
-from apps.ingest.collectors.types import ContainerRequest, NamespaceInfo
+from apps.ingest.collectors.limits import PAGE_SIZE, request_timeout
+from apps.inventory.gpus import device_request, is_nvidia_resource
+from apps.inventory.observations import (
+    ClusterQueueInfo,
+    Condition,
+    ContainerRequest,
+    KueueObjects,
+    LocalQueueInfo,
+    PodSetInfo,
+    Quota,
+    WorkloadInfo,
+)
 
 log = logging.getLogger(__name__)
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
-PAGE_SIZE = 500
 
 
 class KueueError(Exception):
     """Kueue is installed but could not be read (5xx, timeout, forbidden)."""
-
-
-# ---- Plain data ----
-
-
-@dataclass(frozen=True)
-class Quota:
-    """One flavor and resource of a ClusterQueue: spec quota and status reservation/usage."""
-
-    flavor: str
-    resource: str
-    nominal_quota: float = 0.0
-    borrowing_limit: float | None = None  # None: unlimited
-    lending_limit: float | None = None  # None: may lend everything
-    reserved: float = 0.0
-    used: float = 0.0
-    borrowed: float = 0.0
-
-
-@dataclass(frozen=True)
-class ClusterQueueInfo:
-    name: str
-    cohort: str
-    quotas: tuple[Quota, ...]
-    pending_workloads: int
-    reserving_workloads: int
-    admitted_workloads: int
-
-
-@dataclass(frozen=True)
-class LocalQueueInfo:
-    namespace: str
-    name: str
-    cluster_queue: str
-    pending_workloads: int
-    reserving_workloads: int
-    admitted_workloads: int
-
-
-@dataclass(frozen=True)
-class Condition:
-    status: str
-    reason: str
-    message: str
-    last_transition: datetime | None
-
-
-@dataclass(frozen=True)
-class PodSetInfo:
-    name: str
-    count: int
-    request: dict[str, int]  # device units per pod (effective request of the pod template)
-
-
-@dataclass(frozen=True)
-class WorkloadInfo:
-    uid: str
-    namespace: str
-    name: str
-    labels: dict[str, str]
-    queue_name: str
-    cluster_queue: str  # status.admission.clusterQueue; "" before admission
-    created: datetime | None
-    pod_sets: tuple[PodSetInfo, ...]
-    conditions: dict[str, Condition] = field(default_factory=dict)
-
-    def condition_true(self, kind: str) -> bool:
-        """Whether condition `kind` (QuotaReserved, Admitted, Finished) is True."""
-        c = self.conditions.get(kind)
-        return c is not None and c.status == "True"
-
-    def since(self, kind: str) -> datetime | None:
-        """When condition `kind` last became True; None when it is not True."""
-        return self.conditions[kind].last_transition if self.condition_true(kind) else None
-
-
-@dataclass(frozen=True)
-class KueueObjects:
-    version: str
-    cluster_queues: tuple[ClusterQueueInfo, ...]
-    local_queues: tuple[LocalQueueInfo, ...]
-    workloads: tuple[WorkloadInfo, ...]
 
 
 # ---- Parsing (pure; version-aware) ----
@@ -219,10 +144,10 @@ def _pod_set(ps: dict) -> PodSetInfo:
         for c in pod_spec.get(key) or []:
             res = c.get("resources") or {}
             merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-            amounts = {k: quantity(v) for k, v in merged.items() if k.startswith("nvidia.com/")}
+            amounts = {k: quantity(v) for k, v in merged.items() if is_nvidia_resource(k)}
             restartable = kind == "init" and c.get("restartPolicy") == "Always"
             containers.append(ContainerRequest(c.get("name", ""), "sidecar" if restartable else kind, amounts))
-    return PodSetInfo(name=ps.get("name", ""), count=int(ps.get("count") or 1), request=effective_request(containers))
+    return PodSetInfo(name=ps.get("name", ""), count=int(ps.get("count") or 1), request=device_request(containers))
 
 
 def parse_workload(obj: dict, version: str) -> WorkloadInfo:
@@ -253,15 +178,10 @@ def parse_workload(obj: dict, version: str) -> WorkloadInfo:
 # ---- Reading from the API ----
 
 
-def _timeout() -> tuple[float, float]:
-    t = float(settings.GPUFINOPS_KUBERNETES_TIMEOUT)
-    return (min(t, 10.0), t)
-
-
 def _pages(list_fn: Any, *args: Any) -> Iterator[dict]:
     token: str | None = None
     while True:
-        page = list_fn(*args, limit=PAGE_SIZE, _continue=token, _request_timeout=_timeout())
+        page = list_fn(*args, limit=PAGE_SIZE, _continue=token, _request_timeout=request_timeout())
         yield from page.get("items") or []
         token = (page.get("metadata") or {}).get("continue")
         if not token:
@@ -272,7 +192,7 @@ def served_version(api: client.CustomObjectsApi) -> str | None:
     """The first Kueue version that lists ClusterQueues; None when Kueue is not installed."""
     for version in VERSIONS:
         try:
-            api.list_cluster_custom_object(GROUP, version, "clusterqueues", limit=1, _request_timeout=_timeout())
+            api.list_cluster_custom_object(GROUP, version, "clusterqueues", limit=1, _request_timeout=request_timeout())
         except ApiException as exc:
             if exc.status == 404:
                 continue
@@ -309,19 +229,3 @@ def read_kueue(api_client: client.ApiClient) -> KueueObjects | None:
     except Exception as exc:  # urllib3 errors, timeouts
         raise KueueError(f"Kueue {version}: {type(exc).__name__}: {str(exc)[:300]}") from exc
     return KueueObjects(version, tuple(cqs), tuple(lqs), tuple(wls))
-
-
-def read_namespaces(api_client: client.ApiClient) -> list[NamespaceInfo]:
-    """Namespaces with their labels, for the team of local queues and workloads."""
-    api = client.CoreV1Api(api_client)
-    out: list[NamespaceInfo] = []
-    token: str | None = None
-    try:
-        while True:
-            page = api.list_namespace(limit=PAGE_SIZE, _continue=token, _request_timeout=_timeout())
-            out.extend(NamespaceInfo(ns.metadata.name, dict(ns.metadata.labels or {})) for ns in page.items or [])
-            token = page.metadata._continue if page.metadata else None
-            if not token:
-                return out
-    except Exception as exc:
-        raise KueueError(f"namespaces: {type(exc).__name__}: {str(exc)[:300]}") from exc

@@ -1,0 +1,211 @@
+"""Assembling one bucket's inputs: what `ledger.compute_bucket` needs for `[hour, end)` of one cluster.
+
+Allocations come from the Kubernetes API's observations (`PodObservation`, nodes in the inventory) merged
+with kube-state-metrics history for what the collector did not see; activity comes from DCGM series. The
+metrics source is any `MetricsSource` (the Prometheus adapter in production).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+
+from apps.inventory import gpus
+from apps.inventory.models import Cluster, Node
+from apps.inventory.observations import KUEUE_CLUSTER_QUEUE_LABEL, KUEUE_QUEUE_LABEL, ContainerRequest
+from apps.inventory.selectors import price_for
+from apps.inventory.teams import TeamChoice, TeamRule
+from apps.usage.ledger import BucketInputs, NodeFact, PodFact
+from apps.usage.models import PodObservation
+from apps.usage.sources import HISTORY_STEP_SECONDS, MetricsSource, NodeHistory, PodHistory
+
+# A sample lands every history step: something seen within two steps of an edge was there at the edge.
+EDGE_TOLERANCE = timedelta(seconds=2 * HISTORY_STEP_SECONDS)
+
+
+def pod_label_keys() -> tuple[str, ...]:
+    return (settings.GPUFINOPS_TEAM_LABEL, KUEUE_CLUSTER_QUEUE_LABEL, KUEUE_QUEUE_LABEL)
+
+
+def node_label_keys() -> tuple[str, ...]:
+    return (*gpus.GPU_NODE_LABELS, *settings.GPUFINOPS_NODE_GROUP_LABELS)
+
+
+@dataclass(frozen=True)
+class AssembledBucket:
+    """A bucket's inputs, and what the assembly saw on the way."""
+
+    inputs: BucketInputs
+    has_dcgm: bool  # any DCGM activity series existed in the bucket
+    rejected_teams: tuple[tuple[PodFact, TeamChoice], ...]  # pods whose team label was not obeyed
+
+
+def _overlap(a0: datetime, a1: datetime, b0: datetime, b1: datetime) -> float:
+    return max((min(a1, b1) - max(a0, b0)).total_seconds(), 0.0)
+
+
+# ---- Nodes ----
+
+
+@dataclass
+class _NodeState:
+    """One node's state within a bucket, from the API's last observation or kube-state-metrics history."""
+
+    labels: Mapping[str, str]
+    capacity: Mapping[str, object]
+    allocatable: Mapping[str, object]
+    ready: bool
+    cordoned: bool
+    first: datetime
+    last: datetime
+
+
+def _state_from_api(n: Node, start: datetime, end: datetime) -> _NodeState:
+    return _NodeState(
+        labels=n.labels,
+        capacity=n.capacity,
+        allocatable=n.allocatable,
+        ready=n.ready,
+        cordoned=n.unschedulable,
+        first=max(start, n.created) if n.created else start,
+        last=min(end, n.last_seen) if n.gone else end,
+    )
+
+
+def _state_from_history(k: NodeHistory, start: datetime, end: datetime) -> _NodeState:
+    return _NodeState(
+        labels=k.labels,
+        capacity=k.capacity,
+        allocatable=k.allocatable,
+        ready=k.ready,
+        cordoned=k.unschedulable,
+        first=start if k.first_seen <= start + EDGE_TOLERANCE else k.first_seen,
+        last=end if k.last_seen >= end - EDGE_TOLERANCE else k.last_seen,
+    )
+
+
+def _node_state(api: Node | None, k: NodeHistory | None, start: datetime, end: datetime) -> _NodeState:
+    """The API's labels and capacity (richer), kube-state-metrics' state and presence for the hour (historic)."""
+    if k is None:
+        assert api is not None
+        return _state_from_api(api, start, end)
+    state = _state_from_history(k, start, end)
+    if api is not None:
+        state = replace(state, labels=api.labels, capacity=api.capacity or k.capacity)
+        if api.created:
+            state.first = max(state.first, api.created)
+    return state
+
+
+def node_facts(cluster: Cluster, start: datetime, end: datetime, history: list[NodeHistory]) -> list[NodeFact]:
+    """Every GPU node present in `[start, end)`, classified by the GPU rules, with its price."""
+    api_nodes = {
+        n.name: n for n in Node.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(last_seen__gte=start))
+    }
+    by_name = {k.name: k for k in history}
+    prices: dict[str, float | None] = {}
+    facts = []
+    for name in sorted(set(api_nodes) | set(by_name)):
+        state = _node_state(api_nodes.get(name), by_name.get(name), start, end)
+        gpu = gpus.classify_node(state.labels, state.capacity)
+        present = _overlap(state.first, state.last, start, end)
+        if gpu.physical_gpus == 0 or present <= 0:
+            continue
+        if gpu.gpu_model not in prices:
+            price = price_for(cluster, gpu.gpu_model, start.date())
+            prices[gpu.gpu_model] = float(price) if price is not None else None
+        facts.append(
+            NodeFact(
+                name=name,
+                node_group=gpus.node_group(state.labels, gpu.gpu_model, settings.GPUFINOPS_NODE_GROUP_LABELS),
+                gpu=gpu,
+                present_seconds=present,
+                unavailable=(not state.ready) or state.cordoned or gpus.is_zero_allocatable(state.allocatable),
+                price=prices[gpu.gpu_model],
+            )
+        )
+    return facts
+
+
+# ---- Pods ----
+
+
+@dataclass
+class _Held:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    labels: dict[str, str]
+    requests: dict[str, float]
+    started: datetime | None
+    finished: datetime | None
+    running_through: bool
+
+
+def _held_intervals(cluster: Cluster, start: datetime, end: datetime, history: list[PodHistory]) -> list[_Held]:
+    """API observations merged with kube-state-metrics history; the API wins where it saw the pod."""
+    by_uid = {k.uid: k for k in history}
+    out: dict[str, _Held] = {}
+    observed = PodObservation.objects.filter(cluster=cluster, started__lt=end).filter(
+        Q(finished__isnull=True) | Q(finished__gt=start)
+    )
+    for o in observed:
+        k = by_uid.get(o.uid)
+        finished = o.finished
+        running = o.finished is None and not o.gone
+        if k and o.gone and k.finished:
+            finished = k.finished  # the pod completed while we were not looking
+        out[o.uid] = _Held(o.uid, o.namespace, o.pod, o.node, o.labels, o.requests, o.started, finished, running)
+    for k in history:
+        if k.uid in out or not k.node or k.started is None:
+            continue
+        running = k.finished is None and k.last_seen is not None and k.last_seen >= end - EDGE_TOLERANCE
+        finished = k.finished or (None if running else k.last_seen)
+        containers = [ContainerRequest(c, "app", r) for c, r in k.app_requests.items()]
+        containers += [ContainerRequest(c, "init", r) for c, r in k.init_requests.items()]
+        out[k.uid] = _Held(k.uid, k.namespace, k.name, k.node, dict(k.labels), gpus.effective_request(containers),
+                           k.started, finished, running)
+    return list(out.values())
+
+
+def assemble_bucket(
+    cluster: Cluster,
+    hour: datetime,
+    end: datetime,
+    source: MetricsSource,
+    namespace_labels: Mapping[str, Mapping[str, str]],
+) -> AssembledBucket:
+    """Everything compute_bucket needs for `[hour, end)`."""
+    history = source.pod_history(hour, end, pod_label_keys())
+    labels = {**source.namespace_labels(hour, end, (settings.GPUFINOPS_TEAM_LABEL,)), **namespace_labels}
+    rule = TeamRule.for_cluster(cluster, labels)
+    pods, rejected = [], []
+    for h in _held_intervals(cluster, hour, end, history):
+        if h.started is None or not h.node:
+            continue  # never bound: holds nothing
+        held_from = max(h.started, hour)
+        held_to = end if h.running_through or h.finished is None else min(h.finished, end)
+        held = (held_to - held_from).total_seconds()
+        if held <= 0:
+            continue
+        team = rule.for_object(h.labels, h.namespace)
+        pod = PodFact(
+            uid=h.uid, namespace=h.namespace, name=h.name, node=h.node, team=team.team, requests=h.requests,
+            held_seconds=held, cluster_queue=h.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""),
+            local_queue=h.labels.get(KUEUE_QUEUE_LABEL, ""),
+        )
+        pods.append(pod)
+        if team.rejected:
+            rejected.append((pod, team))
+    nodes = node_facts(cluster, hour, end, source.node_history(hour, end, node_label_keys()))
+    series = source.activity(hour, end)
+    inputs = BucketInputs(
+        hour=hour, seconds=(end - hour).total_seconds(), nodes=nodes, pods=pods, series=series,
+        mig_weight_by_memory=settings.GPUFINOPS_MIG_WEIGHT_BY_MEMORY,
+    )
+    return AssembledBucket(inputs, bool(series) or source.has_dcgm(hour, end), tuple(rejected))
