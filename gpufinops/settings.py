@@ -43,7 +43,7 @@ INSTALLED_APPS = [
     "apps.queues",
     "apps.reports",
     "apps.dashboard",
-    "apps.simulator",
+    "devtools",
 ]
 
 MIDDLEWARE = [
@@ -80,9 +80,12 @@ TEMPLATES = [
 DATABASE_URL = envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gpufinops.sqlite3'}")
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets the web process read while a collection writes.
+    # WAL lets the web process read while a collection writes. IMMEDIATE transactions take the write lock
+    # when they begin, so a second writer waits (up to `timeout` seconds) instead of failing mid-transaction
+    # with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = "PRAGMA journal_mode=WAL;"
-    DATABASES["default"]["OPTIONS"]["timeout"] = 30
+    DATABASES["default"]["OPTIONS"]["timeout"] = envint("SQLITE_BUSY_TIMEOUT", 60)
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ---- Time: the ledger is UTC-only (a system check enforces it) ----
@@ -203,6 +206,14 @@ GPUFINOPS_BUCKET_LEASE_SECONDS = envint("GPUFINOPS_BUCKET_LEASE_SECONDS", 600)
 # How far back a cluster's first collection reaches (then it resumes after the last final bucket).
 GPUFINOPS_FIRST_RUN_HOURS = envint("GPUFINOPS_FIRST_RUN_HOURS", 24)
 GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS = envint("GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS", 3600)
+# A bucket still failing this long after its hour is given up (`abandoned`): past Prometheus' retention
+# retrying cannot help.
+GPUFINOPS_ABANDON_AFTER_DAYS = envint("GPUFINOPS_ABANDON_AFTER_DAYS", 14)
+# At most this many buckets per cluster in one scheduled run (oldest first), so a long catch-up finishes
+# within the task's time limit and continues on the next run. `collect --since` is not capped.
+GPUFINOPS_MAX_BUCKETS_PER_RUN = envint("GPUFINOPS_MAX_BUCKETS_PER_RUN", 48)
+# The activity signal the dashboards, reports and API use unless asked for another (ledger.md "Activity").
+GPUFINOPS_DEFAULT_SIGNAL = envstr("GPUFINOPS_DEFAULT_SIGNAL", "sm_active")
 GPUFINOPS_API_MAX_RANGE_DAYS = envint("GPUFINOPS_API_MAX_RANGE_DAYS", 400)
 # Usage answers are cached until the ledger changes (keyed by its version), at most this long; 0 = off.
 GPUFINOPS_API_CACHE_SECONDS = envint("GPUFINOPS_API_CACHE_SECONDS", 300)

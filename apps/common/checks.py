@@ -57,3 +57,4 @@ def check_production_secret_key(app_configs, **kwargs):
             id="gpufinops.E002",
         )
     ]
+

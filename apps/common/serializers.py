@@ -15,3 +15,8 @@ class DetailSerializer(serializers.Serializer):
     """401, 404, 429: DRF's own shape."""
 
     detail = serializers.CharField()
+
+
+def MoneyField(**kwargs) -> serializers.DecimalField:  # noqa: N802 (a field factory, read like a field class)
+    """USD, exact to the micro-dollar (the ledger's precision), as a JSON number."""
+    return serializers.DecimalField(max_digits=20, decimal_places=6, coerce_to_string=False, **kwargs)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("capacity/", views.capacity, name="capacity"),
     path("queues/", views.queues, name="queues"),
+    path("data-status/", views.data_status_page, name="data-status"),
     path("healthz", views.healthz, name="healthz"),
     # Session sign-in for the dashboards and the browsable API (LOGIN_URL = /accounts/login/).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -17,8 +18,8 @@ from apps.capacity.selectors import fragmentation_at, fragmentation_range, pendi
 from apps.dashboard import charts
 from apps.inventory.models import Cluster
 from apps.queues.selectors import queue_list, queue_usage
-from apps.usage.activity import DEFAULT_SIGNAL
-from apps.usage.selectors import busy_share, idle_allocation_list, usage_report
+from apps.usage.activity import default_signal
+from apps.usage.selectors import busy_share, clusters_missing_signal, data_status, idle_allocation_list, usage_report
 
 BROKER_TIMEOUT_SECONDS = 2.0
 
@@ -46,6 +47,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         naive = usage_report(start=start, end=end, group_by=[], signal="gpu_util", visible_teams=teams)
         idle = idle_allocation_list(visible_teams=teams)[:10]
         context.update(
+            missing_signal=clusters_missing_signal(visible_teams=teams),
             start=start, end=end, days=days, totals=by_day.totals, coverage=by_day.coverage,
             capacity=by_day.capacity, provisional=by_day.provisional,
             busy_sm=busy_share(by_day.totals), busy_naive=busy_share(naive.totals),
@@ -82,11 +84,24 @@ def queues(request: HttpRequest) -> HttpResponse:
     """Kueue quota per ClusterQueue next to the GPU-hours its pods allocated and worked."""
     teams = visible_team_names(request.user)
     start, end, days = _period(request)
-    rows = queue_usage(start=start, end=end, signal=DEFAULT_SIGNAL, visible_teams=teams)
+    rows = queue_usage(start=start, end=end, signal=default_signal(), visible_teams=teams)
     # GPU resources only: CPU and memory quota are in the API (/api/v1/queues/), not this GPU page.
     quotas = [q for q in queue_list(at=timezone.now(), visible_teams=teams) if q.resource.startswith("nvidia.com/")]
     return render(request, "dashboard/queues.html",
                   {"rows": rows, "quotas": quotas, "days": days, "periods": list(PERIODS)})
+
+
+@login_required
+def data_status_page(request: HttpRequest) -> HttpResponse:
+    """Per cluster and day of the last week: which hours are final, which failed or were kept, and why."""
+    teams = visible_team_names(request.user)
+    end = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    rows = data_status(start=end - timedelta(days=7), end=end, visible_teams=teams)
+    rows.sort(key=lambda r: (r.cluster, -r.day.toordinal()))
+    return render(request, "dashboard/data_status.html", {
+        "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams),
+        "abandon_days": settings.GPUFINOPS_ABANDON_AFTER_DAYS,
+    })
 
 
 def database_status() -> str:

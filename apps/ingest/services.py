@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.utils import timezone
 
 from apps.capacity import services as capacity
@@ -48,13 +49,16 @@ class CollectReport:
     cluster: str
     written: list[datetime] = field(default_factory=list)
     failed: dict[datetime, str] = field(default_factory=dict)
-    skipped: list[datetime] = field(default_factory=list)
+    degraded: dict[datetime, str] = field(default_factory=dict)  # stored rows kept: the source brought less
+    skipped: list[datetime] = field(default_factory=list)  # another worker held them
+    not_attempted: list[datetime] = field(default_factory=list)  # the run stopped at an unreachable source
     queries: int = 0
     samples: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        """Nothing failed, nothing was kept back, nothing left undone."""
+        return not (self.failed or self.degraded or self.not_attempted)
 
 
 def record_snapshot(cluster: Cluster, snap: ClusterSnapshot) -> None:
@@ -86,13 +90,20 @@ def collect_cluster(
     now: datetime | None = None,
     progress: Progress | None = None,
     source: MetricsSource | None = None,
+    accept_loss: bool = False,
 ) -> CollectReport:
-    """One collection for one cluster: observe Kubernetes, then (re)write the given or due buckets."""
+    """One collection for one cluster: observe Kubernetes, then (re)write the given or due buckets.
+
+    A source that fails a bucket (unreachable, timing out, answering garbage) stops this cluster's run
+    there: the remaining hours are left for the next run instead of each waiting out the same timeout.
+    `accept_loss` lets rows measured with less replace stored ones (an operator's explicit choice).
+    """
     now = now or timezone.now()
     report = CollectReport(cluster.name)
     owner = worker_id()
-    hours = sorted(set(hours)) if hours is not None else due_hours(cluster, now)
-    hours = [h for h in hours if h < now]
+    if hours is None:
+        hours = due_hours(cluster, now, limit=settings.GPUFINOPS_MAX_BUCKETS_PER_RUN)
+    hours = [h for h in sorted(set(hours)) if h < now]
     try:
         snap = read_snapshot(cluster, api_client_for(cluster))
     except KubernetesError as exc:
@@ -108,17 +119,26 @@ def collect_cluster(
         return report
     for i, h in enumerate(hours, 1):
         outcome = ledger.collect_bucket(
-            cluster, h, now=now, source=source, namespace_labels=snap.namespace_labels, owner=owner
+            cluster, h, now=now, source=source, namespace_labels=snap.namespace_labels, owner=owner,
+            accept_loss=accept_loss,
         )
         if outcome.state == "written":
             report.written.append(h)
         elif outcome.state == "skipped":
             report.skipped.append(h)
+        elif outcome.state == "degraded":
+            report.degraded[h] = outcome.error
         else:
             report.failed[h] = outcome.error
         if progress:
-            words = {"written": "ok", "skipped": "held by another worker"}
-            state = words.get(outcome.state, "failed: " + outcome.error)
-            progress(f"[{i}/{len(hours)}] {cluster.name} {h:%Y-%m-%dT%H:00Z} {state}")
+            words = {"written": "ok", "skipped": "held by another worker", "degraded": "kept: " + outcome.error}
+            progress(f"[{i}/{len(hours)}] {cluster.name} {h:%Y-%m-%dT%H:00Z} "
+                     f"{words.get(outcome.state, 'failed: ' + outcome.error)}")
+        if outcome.state == "failed":
+            report.not_attempted = hours[i:]  # circuit breaker: one failed bucket ends this cluster's run
+            if report.not_attempted and progress:
+                progress(f"{cluster.name}: stopped after a failed bucket; {len(report.not_attempted)} hours left "
+                         "for the next run")
+            break
     report.queries, report.samples = source.queries, source.samples
     return report

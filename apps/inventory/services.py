@@ -7,11 +7,13 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.inventory import gpus
-from apps.inventory.models import Cluster, ClusterTeam, GpuPrice, Node, NodeGroup, Team
+from apps.inventory.models import Cluster, ClusterTeam, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
 from apps.inventory.observations import NodeInfo
+from apps.inventory.teams import is_valid_team_name
 
 NODE_FIELDS = ["node_group", "gpu_model", "physical_gpus", "sharing", "labels", "capacity", "allocatable", "ready",
                "unschedulable", "created", "last_seen", "gone"]
@@ -87,3 +89,25 @@ def set_price(gpu_model: str, usd: Decimal, effective_from: date, cluster: Clust
         defaults={"usd_per_gpu_hour": usd},
     )
     return price
+
+
+def map_namespace(namespace: str, team_name: str, *, cluster: Cluster | None = None, enforced: bool = False,
+                  create_team: bool = False) -> NamespaceTeam:
+    """Map `namespace` (in `cluster`, or in every cluster) to a team; `enforced` makes it win over labels.
+
+    Raises ValidationError for a team name that is not a valid label value, or an unknown team without
+    `create_team`.
+    """
+    if not is_valid_team_name(team_name):
+        raise ValidationError({"team": [f"{team_name[:80]!r} is not a valid team name (a Kubernetes label value)."]})
+    if not namespace or len(namespace) > 253:
+        raise ValidationError({"namespace": ["A namespace name is 1 to 253 characters."]})
+    team = Team.objects.filter(name=team_name).first()
+    if team is None:
+        if not create_team:
+            raise ValidationError({"team": [f"No team named {team_name!r} (use --create to create it)."]})
+        team = Team.objects.create(name=team_name)
+    mapping, _ = NamespaceTeam.objects.update_or_create(
+        cluster=cluster, namespace=namespace, defaults={"team": team, "enforced": enforced}
+    )
+    return mapping

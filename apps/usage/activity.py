@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+
 SIGNALS: tuple[str, ...] = ("sm_active", "gr_engine_active", "tensor_active", "gpu_util")
-DEFAULT_SIGNAL = "sm_active"
+
+
+def default_signal() -> str:
+    """The signal shown unless another is asked for: `GPUFINOPS_DEFAULT_SIGNAL` (a system check refuses an
+    unknown one). Read at each call, so a changed setting takes effect without a code change."""
+    return settings.GPUFINOPS_DEFAULT_SIGNAL
 
 # Default DCGM metric per signal; a cluster may override them (Cluster.metric_names).
 DEFAULT_METRICS: dict[str, str] = {

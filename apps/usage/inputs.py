@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Q
@@ -42,6 +43,20 @@ class AssembledBucket:
     inputs: BucketInputs
     has_dcgm: bool  # any DCGM activity series existed in the bucket
     rejected_teams: tuple[tuple[PodFact, TeamChoice], ...]  # pods whose team label was not obeyed
+    warnings: tuple[str, ...] = ()  # tenant input that was refused or cut, said in the bucket's warnings
+
+
+# Longest names the ledger stores (Kubernetes caps names at 253 and label values at 63). Anything longer
+# came from a source that did not validate it: it is cut and reported, and its hours are still counted.
+NAME_LIMIT = 253
+LABEL_LIMIT = 63
+
+
+def _clip(value: str, limit: int, what: str, warnings: list[str]) -> str:
+    if len(value) <= limit:
+        return value
+    warnings.append(f"{what} {value[:40]!r}... is {len(value)} characters; cut to {limit}")
+    return value[:limit]
 
 
 def _overlap(a0: datetime, a1: datetime, b0: datetime, b1: datetime) -> float:
@@ -107,7 +122,7 @@ def node_facts(cluster: Cluster, start: datetime, end: datetime, history: list[N
         n.name: n for n in Node.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(last_seen__gte=start))
     }
     by_name = {k.name: k for k in history}
-    prices: dict[str, float | None] = {}
+    prices: dict[str, Decimal | None] = {}
     facts = []
     for name in sorted(set(api_nodes) | set(by_name)):
         state = _node_state(api_nodes.get(name), by_name.get(name), start, end)
@@ -116,8 +131,7 @@ def node_facts(cluster: Cluster, start: datetime, end: datetime, history: list[N
         if gpu.physical_gpus == 0 or present <= 0:
             continue
         if gpu.gpu_model not in prices:
-            price = price_for(cluster, gpu.gpu_model, start.date())
-            prices[gpu.gpu_model] = float(price) if price is not None else None
+            prices[gpu.gpu_model] = price_for(cluster, gpu.gpu_model, start.date())
         facts.append(
             NodeFact(
                 name=name,
@@ -184,7 +198,7 @@ def assemble_bucket(
     history = source.pod_history(hour, end, pod_label_keys())
     labels = {**source.namespace_labels(hour, end, (settings.GPUFINOPS_TEAM_LABEL,)), **namespace_labels}
     rule = TeamRule.for_cluster(cluster, labels)
-    pods, rejected = [], []
+    pods, rejected, warnings = [], [], []
     for h in _held_intervals(cluster, hour, end, history):
         if h.started is None or not h.node:
             continue  # never bound: holds nothing
@@ -195,17 +209,27 @@ def assemble_bucket(
             continue
         team = rule.for_object(h.labels, h.namespace)
         pod = PodFact(
-            uid=h.uid, namespace=h.namespace, name=h.name, node=h.node, team=team.team, requests=h.requests,
-            held_seconds=held, cluster_queue=h.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""),
-            local_queue=h.labels.get(KUEUE_QUEUE_LABEL, ""),
+            uid=_clip(h.uid, 64, "pod uid", warnings),
+            namespace=_clip(h.namespace, NAME_LIMIT, "namespace", warnings),
+            name=_clip(h.name, NAME_LIMIT, "pod name", warnings),
+            node=_clip(h.node, NAME_LIMIT, "node name", warnings),
+            team=team.team,
+            requests=h.requests,
+            held_seconds=held,
+            cluster_queue=_clip(h.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""), NAME_LIMIT, "cluster queue", warnings),
+            local_queue=_clip(h.labels.get(KUEUE_QUEUE_LABEL, ""), NAME_LIMIT, "local queue", warnings),
         )
         pods.append(pod)
         if team.rejected:
             rejected.append((pod, team))
+            warnings.append(
+                f"pod {pod.namespace}/{pod.name}: team label {team.rejected[:80]!r} not obeyed ({team.reason}); "
+                f"charged to {team.team}"
+            )
     nodes = node_facts(cluster, hour, end, source.node_history(hour, end, node_label_keys()))
     series = source.activity(hour, end)
     inputs = BucketInputs(
         hour=hour, seconds=(end - hour).total_seconds(), nodes=nodes, pods=pods, series=series,
         mig_weight_by_memory=settings.GPUFINOPS_MIG_WEIGHT_BY_MEMORY,
     )
-    return AssembledBucket(inputs, bool(series) or source.has_dcgm(hour, end), tuple(rejected))
+    return AssembledBucket(inputs, bool(series) or source.has_dcgm(hour, end), tuple(rejected), tuple(warnings))

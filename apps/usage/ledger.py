@@ -11,8 +11,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 
-from apps.inventory.gpus import UNKNOWN_NODE, GpuNode, mig_profile, profile_slices
+from apps.inventory.gpus import UNIT_REPLICA, UNKNOWN_NODE, GpuNode, mig_profile, profile_slices
 from apps.usage.activity import SIGNALS
 
 EPS = 1e-9
@@ -27,7 +28,7 @@ class NodeFact:
     gpu: GpuNode
     present_seconds: float  # how long the node existed within the bucket
     unavailable: bool  # zero allocatable GPUs, cordoned or NotReady
-    price: float | None  # USD per physical GPU-hour
+    price: Decimal | None  # USD per physical GPU-hour
 
     @property
     def gpu_model(self) -> str:
@@ -63,6 +64,7 @@ class SeriesFact:
     gpu_instance_id: str  # "" for a whole GPU
     profile: str  # MIG GPU_I_PROFILE, "" for a whole GPU
     values: dict[str, float]  # signal -> time-average ratio in [0, 1]
+    replica: str = ""  # the exporter's `vgpu` label (--kubernetes-virtual-gpus: one series per replica)
 
 
 @dataclass
@@ -81,7 +83,7 @@ class PodRow:
     node_group: str
     gpu_model: str
     gpus: float
-    price: float | None
+    price: Decimal | None
     allocated: float
     working: dict[str, float]
     idle: dict[str, float]
@@ -104,35 +106,58 @@ class BucketResult:
     nodes: list[NodeRow]
     warnings: list[str] = field(default_factory=list)
     inconsistent: bool = False
+    series: int = 0  # DCGM series carrying a pod identity in the bucket
+    signals: set[str] = field(default_factory=set)  # the signals those series had
 
 
 def _valid_ratio(v: float) -> bool:
     return not math.isnan(v) and -EPS <= v <= 1.0 + 1e-6
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One requested unit of a pod: its resource, its share of a physical GPU and what it is."""
+
+    resource: str
+    share: float
+    kind: str  # gpus.UNIT_GPU, gpus.UNIT_REPLICA or "mig-<profile>"
+
+
 def _pod_activity(
-    units: list[tuple[str, float]], series: list[SeriesFact], hours: float
+    units: list[Unit], series: list[SeriesFact], hours: float
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Working and unmeasured GPU-hours per signal for one pod.
 
-    Each requested unit is matched to at most one device series: MIG units to series of the same
-    compute-slice profile, other units to whole-GPU series. Unmatched units are unmeasured.
+    * A whole GPU or a MIG instance is matched to a distinct device series (MIG by compute-slice profile).
+    * Replicas of shared GPUs are measured by the whole-GPU series the pod has: one per replica with
+      `--kubernetes-virtual-gpus`, else one per physical GPU and pod, which then measures every replica the
+      pod holds on that GPU (spread evenly over the pod's GPUs: the exporter does not say which replica is
+      where). A shared GPU's value is the device's; each replica is charged its share of it, never a sum.
+    Units left without a series are unmeasured, never guessed.
     """
     working = dict.fromkeys(SIGNALS, 0.0)
     unmeasured = dict.fromkeys(SIGNALS, 0.0)
+    replicas = [u for u in units if u.kind == UNIT_REPLICA]
+    devices = [u for u in units if u.kind != UNIT_REPLICA]
     for signal in SIGNALS:
         pool = [s for s in series if signal in s.values and _valid_ratio(s.values[signal])]
-        for resource, share in units:
-            profile = mig_profile(resource)
+        matched: list[tuple[Unit, SeriesFact | None]] = []
+        for unit in devices:
+            profile = mig_profile(unit.resource)
             want = profile_slices(profile) if profile else None
             match = next((s for s in pool if profile_slices(s.profile) == want), None)
             if match is None and want is None:
                 match = next((s for s in pool if s.profile == ""), None) or (pool[0] if pool else None)
+            if match is not None:
+                pool.remove(match)
+            matched.append((unit, match))
+        whole = [s for s in pool if s.profile == ""]
+        matched += [(unit, whole[i % len(whole)] if whole else None) for i, unit in enumerate(replicas)]
+        for unit, match in matched:
             if match is None:
-                unmeasured[signal] += share * hours
-                continue
-            pool.remove(match)
-            working[signal] += share * hours * min(max(match.values[signal], 0.0), 1.0)
+                unmeasured[signal] += unit.share * hours
+            else:
+                working[signal] += unit.share * hours * min(max(match.values[signal], 0.0), 1.0)
     return working, unmeasured
 
 
@@ -149,7 +174,8 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
     for s in inputs.series:
         by_pod[(s.namespace, s.pod)].append(s)
 
-    result = BucketResult(pods=[], nodes=[])
+    result = BucketResult(pods=[], nodes=[], series=len(inputs.series))
+    result.signals = {signal for s in inputs.series for signal in s.values}
     allocated_on: dict[str, float] = defaultdict(float)
     for pod in inputs.pods:
         if pod.held_seconds <= 0:
@@ -157,20 +183,21 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
         node = nodes.get(pod.node)
         if node is None:
             result.warnings.append(f"pod {pod.namespace}/{pod.name} on unknown node {pod.node!r}")
-        units: list[tuple[str, float]] = []
+        units: list[Unit] = []
+        gpu = node.gpu if node else UNKNOWN_NODE
         for resource, count in sorted(pod.requests.items()):
-            share = (node.gpu if node else UNKNOWN_NODE).unit_share(resource, by_memory=inputs.mig_weight_by_memory)
+            share = gpu.unit_share(resource, by_memory=inputs.mig_weight_by_memory)
             if share is None:
                 result.warnings.append(f"pod {pod.namespace}/{pod.name}: unknown resource {resource} not counted")
                 continue
             if count < 0 or count != int(count):
                 result.warnings.append(f"pod {pod.namespace}/{pod.name}: bad quantity {count} for {resource}")
                 continue
-            units.extend([(resource, share)] * int(count))
+            units.extend([Unit(resource, share, gpu.unit_kind(resource))] * int(count))
         if not units:
             continue
         hours = pod.held_seconds / 3600.0
-        gpus = sum(share for _, share in units)
+        gpus = sum(u.share for u in units)
         allocated = gpus * hours
         working, unmeasured = _pod_activity(units, by_pod.get((pod.namespace, pod.name), []), hours)
         idle = {s: max(allocated - working[s] - unmeasured[s], 0.0) for s in SIGNALS}

@@ -1,7 +1,10 @@
 """The hourly GPU-hour ledger (../shared/spec/ledger.md) and the rollups every reader uses.
 
-Each bucket (cluster, hour) is written whole in one transaction: the pod and node rows and the
-rollups derived from them are deleted and re-inserted together, so re-collecting converges.
+Each bucket (cluster, hour) is written whole in one transaction, under the cluster's lock: the pod and
+node rows and the rollups derived from them are deleted and re-inserted together, so re-collecting
+converges and concurrent writers of one day cannot double it. Every table has a unique key.
+
+GPU-hours are floats summed with `math.fsum`; money is exact decimal (USD to the micro-dollar).
 """
 
 from __future__ import annotations
@@ -11,10 +14,22 @@ from django.db import models
 from apps.inventory.models import Cluster
 
 
+def Money(**kwargs) -> models.DecimalField:  # noqa: N802 (a field factory, read like a field class)
+    """USD, exact to the micro-dollar: rows are quantized when written, so every sum of them is exact."""
+    return models.DecimalField(max_digits=20, decimal_places=6, **kwargs)
+
+
+def Price(**kwargs) -> models.DecimalField:  # noqa: N802
+    """USD per physical GPU-hour, as the price card has it."""
+    return models.DecimalField(max_digits=12, decimal_places=4, **kwargs)
+
+
 class SignalColumns(models.Model):
     """Working, idle and unmeasured GPU-hours under each activity signal, plus money."""
 
     allocated_gpu_hours = models.FloatField(default=0.0)
+    # Allocated hours on a GPU model without a price: counted, their cost unknown (never $0).
+    unpriced_gpu_hours = models.FloatField(default=0.0)
     working_sm_active = models.FloatField(default=0.0)
     idle_sm_active = models.FloatField(default=0.0)
     unmeasured_sm_active = models.FloatField(default=0.0)
@@ -28,11 +43,30 @@ class SignalColumns(models.Model):
     idle_gpu_util = models.FloatField(default=0.0)
     unmeasured_gpu_util = models.FloatField(default=0.0)
     # cost = allocated x price; idle cost per signal = idle_<signal> x price (kept per signal).
-    cost = models.FloatField(default=0.0)
-    idle_cost_sm_active = models.FloatField(default=0.0)
-    idle_cost_gr_engine_active = models.FloatField(default=0.0)
-    idle_cost_tensor_active = models.FloatField(default=0.0)
-    idle_cost_gpu_util = models.FloatField(default=0.0)
+    cost = Money(default=0)
+    idle_cost_sm_active = Money(default=0)
+    idle_cost_gr_engine_active = Money(default=0)
+    idle_cost_tensor_active = Money(default=0)
+    idle_cost_gpu_util = Money(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class CapacityColumns(models.Model):
+    """A node's (or node group's) capacity split into allocated and unallocated GPU-hours, plus money.
+
+    capacity_cost = allocated cost + unallocated_cost, exactly (the allocated cost is what the pods on the
+    node are charged); unavailable hours are part of unallocated, shown apart.
+    """
+
+    capacity_gpu_hours = models.FloatField(default=0.0)
+    allocated_gpu_hours = models.FloatField(default=0.0)
+    unallocated_gpu_hours = models.FloatField(default=0.0)
+    unavailable_gpu_hours = models.FloatField(default=0.0)
+    unpriced_gpu_hours = models.FloatField(default=0.0)  # capacity hours of nodes without a price
+    capacity_cost = Money(default=0)
+    unallocated_cost = Money(default=0)
 
     class Meta:
         abstract = True
@@ -48,8 +82,10 @@ class Bucket(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending"
         OK = "ok"
-        FAILED = "failed"
-        SOURCE_MISSING = "source_missing"
+        FAILED = "failed"  # a source could not be read; retried with capped backoff
+        SOURCE_MISSING = "source_missing"  # written with no DCGM data at all (all unmeasured); retried
+        DEGRADED_SOURCE = "degraded_source"  # the sources answered with less than stored: stored rows kept
+        ABANDONED = "abandoned"  # kept failing past GPUFINOPS_ABANDON_AFTER_DAYS: no longer retried
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="buckets")
     hour = models.DateTimeField()
@@ -66,6 +102,11 @@ class Bucket(models.Model):
     covered_until = models.DateTimeField(null=True, blank=True)
     pod_rows = models.PositiveIntegerField(default=0)
     node_rows = models.PositiveIntegerField(default=0)
+    # What the written rows were measured with: DCGM series carrying a pod identity, the signals they had,
+    # and the attribution coverage per signal. A re-collection that would bring less is refused.
+    series = models.PositiveIntegerField(default=0)
+    signals = models.JSONField(default=list, blank=True)
+    coverage = models.JSONField(default=dict, blank=True)  # signal -> measured share of allocated, or null
 
     class Meta:
         ordering = ["cluster", "hour"]
@@ -93,16 +134,17 @@ class PodHour(SignalColumns):
     resources = models.CharField(max_length=500)  # e.g. "nvidia.com/gpu=4" (effective request)
     gpus = models.FloatField()  # physical-GPU equivalents held (sum of shares)
     held_seconds = models.FloatField()
-    price = models.FloatField(null=True)  # USD per physical GPU-hour at write time; null: no price
+    price = Price(null=True)  # USD per physical GPU-hour at write time; null: no price
 
     class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "hour", "pod_uid"], name="uniq_podhour")]
         indexes = [
             models.Index(fields=["cluster", "hour"]),
             models.Index(fields=["team", "hour"]),
         ]
 
 
-class NodeHour(models.Model):
+class NodeHour(CapacityColumns):
     """Ledger row: one node's capacity in one bucket."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE)
@@ -111,15 +153,11 @@ class NodeHour(models.Model):
     node_group = models.CharField(max_length=253)
     gpu_model = models.CharField(max_length=200)
     physical_gpus = models.IntegerField()
-    capacity_gpu_hours = models.FloatField()
-    allocated_gpu_hours = models.FloatField()
-    unallocated_gpu_hours = models.FloatField()
-    unavailable_gpu_hours = models.FloatField()
-    unallocated_cost = models.FloatField(default=0.0)
-    price = models.FloatField(null=True)
+    price = Price(null=True)
     inconsistent = models.BooleanField(default=False)
 
     class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "hour", "node"], name="uniq_nodehour")]
         indexes = [models.Index(fields=["cluster", "hour"])]
 
 
@@ -134,6 +172,11 @@ class UsageHour(SignalColumns):
     gpu_model = models.CharField(max_length=200)
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "hour", "team", "namespace", "node_group", "gpu_model"], name="uniq_usagehour"
+            )
+        ]
         indexes = [models.Index(fields=["hour", "cluster"]), models.Index(fields=["team", "hour"])]
 
 
@@ -148,40 +191,41 @@ class UsageDay(SignalColumns):
     gpu_model = models.CharField(max_length=200)
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "day", "team", "namespace", "node_group", "gpu_model"], name="uniq_usageday"
+            )
+        ]
         indexes = [models.Index(fields=["day", "cluster"]), models.Index(fields=["team", "day"])]
 
 
-class CapacityHour(models.Model):
+class CapacityHour(CapacityColumns):
     """Rollup of NodeHour by (cluster, hour, node group, GPU model)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE)
     hour = models.DateTimeField()
     node_group = models.CharField(max_length=253)
     gpu_model = models.CharField(max_length=200)
-    capacity_gpu_hours = models.FloatField()
-    allocated_gpu_hours = models.FloatField()
-    unallocated_gpu_hours = models.FloatField()
-    unavailable_gpu_hours = models.FloatField()
-    unallocated_cost = models.FloatField()
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "hour", "node_group", "gpu_model"], name="uniq_capacityhour")
+        ]
         indexes = [models.Index(fields=["hour", "cluster"])]
 
 
-class CapacityDay(models.Model):
+class CapacityDay(CapacityColumns):
     """Rollup of CapacityHour by UTC day."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE)
     day = models.DateField()
     node_group = models.CharField(max_length=253)
     gpu_model = models.CharField(max_length=200)
-    capacity_gpu_hours = models.FloatField()
-    allocated_gpu_hours = models.FloatField()
-    unallocated_gpu_hours = models.FloatField()
-    unavailable_gpu_hours = models.FloatField()
-    unallocated_cost = models.FloatField()
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "day", "node_group", "gpu_model"], name="uniq_capacityday")
+        ]
         indexes = [models.Index(fields=["day", "cluster"])]
 
 

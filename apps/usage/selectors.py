@@ -15,16 +15,20 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from apps.common.timeutils import HOUR, floor_hour, hours_between, is_midnight
 from apps.inventory.models import Cluster
-from apps.usage.activity import DEFAULT_SIGNAL, SIGNALS
+from apps.inventory.selectors import visible_clusters
+from apps.usage import money
+from apps.usage.activity import DEFAULT_METRICS, SIGNALS, default_signal
 from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour
 
 # group_by keys, in the order the API documents them.
@@ -37,14 +41,18 @@ USAGE_FIELDS: tuple[str, ...] = (
     "unmeasured_gpu_hours",
     "cost",
     "idle_cost",
+    "unpriced_gpu_hours",
 )
+MONEY_FIELDS = frozenset({"cost", "idle_cost", "capacity_cost", "unallocated_cost"})
 CAPACITY_FIELDS: tuple[str, ...] = (
     "capacity_gpu_hours",
     "unallocated_gpu_hours",
     "unavailable_gpu_hours",
+    "unpriced_gpu_hours",
+    "capacity_cost",
     "unallocated_cost",
 )
-# Output precision: a millionth of a GPU-hour or of a dollar. Sums are taken before rounding.
+# Output precision of GPU-hours: a millionth. Money is exact decimal to the micro-dollar (apps/usage/money.py).
 DECIMALS = 6
 # IN-list size for pod lookups (SQLite allows 999 parameters per statement).
 CHUNK = 500
@@ -52,6 +60,11 @@ CHUNK = 500
 
 def _round(value: float | None) -> float:
     return round(float(value or 0.0), DECIMALS)
+
+
+def _total(name: str, values: list) -> float | Decimal:
+    """Money adds up exactly (the printed total is the sum of the printed rows); GPU-hours with fsum."""
+    return sum(values, money.ZERO) if name in MONEY_FIELDS else math.fsum(values)
 
 
 def coverage(allocated: float, unmeasured: float) -> float | None:
@@ -126,7 +139,7 @@ def usage_report(
     start: datetime,
     end: datetime,
     group_by: list[str],
-    signal: str = DEFAULT_SIGNAL,
+    signal: str | None = None,
     visible_teams: set[str] | None,
     cluster: str | None = None,
     team: str | None = None,
@@ -137,6 +150,7 @@ def usage_report(
     including which teams the caller sees, and the ledger's version, so an answer is never shared
     across visibility or outlived by a bucket write. `GPUFINOPS_API_CACHE_SECONDS=0` turns it off.
     """
+    signal = signal or default_signal()
     args = {"start": start, "end": end, "group_by": list(group_by), "signal": signal,
             "visible_teams": visible_teams, "cluster": cluster, "team": team}
     ttl = settings.GPUFINOPS_API_CACHE_SECONDS
@@ -157,7 +171,7 @@ def compute_usage_report(
     start: datetime,
     end: datetime,
     group_by: list[str],
-    signal: str = DEFAULT_SIGNAL,
+    signal: str | None = None,
     visible_teams: set[str] | None,
     cluster: str | None = None,
     team: str | None = None,
@@ -167,6 +181,7 @@ def compute_usage_report(
     ``capacity`` (fleet or ``cluster`` capacity, not narrowed by ``team``) is computed only when
     ``visible_teams`` is None: only callers who see every team see the unallocated remainder.
     """
+    signal = signal or default_signal()
     if signal not in SIGNALS:
         raise ValueError(f"unknown signal {signal!r}")
     unknown = set(group_by) - set(GROUP_KEYS)
@@ -201,14 +216,14 @@ def compute_usage_report(
             _unmeasured=Sum(f"unmeasured_{signal}"),
             _cost=Sum("cost"),
             _idle_cost=Sum(f"idle_cost_{signal}"),
+            _unpriced=Sum("unpriced_gpu_hours"),
         )
         .order_by(*columns)
     )
     cluster_names = dict(Cluster.objects.values_list("id", "name")) if "cluster" in group_by else {}
 
     results: list[dict[str, Any]] = []
-    sums = dict.fromkeys(USAGE_FIELDS, 0.0)
-    partials: dict[str, list[float]] = {name: [] for name in USAGE_FIELDS}
+    partials: dict[str, list] = {name: [] for name in USAGE_FIELDS}
     for row in rows:
         out: dict[str, Any] = {}
         for key, column in zip(group_by, columns, strict=True):
@@ -225,17 +240,17 @@ def compute_usage_report(
             "working_gpu_hours": row["_working"] or 0.0,
             "idle_gpu_hours": row["_idle"] or 0.0,
             "unmeasured_gpu_hours": row["_unmeasured"] or 0.0,
-            "cost": row["_cost"] or 0.0,
-            "idle_cost": row["_idle_cost"] or 0.0,
+            "cost": money.micro(row["_cost"]),
+            "idle_cost": money.micro(row["_idle_cost"]),
+            "unpriced_gpu_hours": row["_unpriced"] or 0.0,
         }
         for name, value in figures.items():
             partials[name].append(value)
-            out[name] = _round(value)
+            out[name] = value if name in MONEY_FIELDS else _round(value)
         out["coverage"] = coverage(figures["allocated_gpu_hours"], figures["unmeasured_gpu_hours"])
         results.append(out)
-    for name in USAGE_FIELDS:
-        sums[name] = math.fsum(partials[name])
-    totals = {name: _round(value) for name, value in sums.items()}
+    sums = {name: _total(name, partials[name]) for name in USAGE_FIELDS}
+    totals = {name: value if name in MONEY_FIELDS else _round(value) for name, value in sums.items()}
 
     capacity = None
     if visible_teams is None:
@@ -258,7 +273,7 @@ def compute_usage_report(
 
 
 def capacity_totals(*, start: datetime, end: datetime, cluster: str | None = None, by_day: bool | None = None) -> dict:
-    """Capacity, unallocated and unavailable GPU-hours and unallocated cost over ``[start, end)``."""
+    """Capacity, unallocated and unavailable GPU-hours, capacity cost and unallocated cost over ``[start, end)``."""
     if by_day is None:
         by_day = is_whole_day_range(start, end)
     if by_day:
@@ -268,7 +283,7 @@ def capacity_totals(*, start: datetime, end: datetime, cluster: str | None = Non
     if cluster is not None:
         qs = qs.filter(cluster__name=cluster)
     sums = qs.aggregate(**{name: Sum(name) for name in CAPACITY_FIELDS})
-    return {name: _round(sums[name]) for name in CAPACITY_FIELDS}
+    return {name: money.micro(sums[name]) if name in MONEY_FIELDS else _round(sums[name]) for name in CAPACITY_FIELDS}
 
 
 def has_provisional_buckets(
@@ -319,7 +334,7 @@ def idle_allocation_list(
     visible_teams: set[str] | None,
     cluster: str | None = None,
     team: str | None = None,
-    signal: str = DEFAULT_SIGNAL,
+    signal: str | None = None,
 ) -> list[dict[str, Any]]:
     """Pods holding GPUs that have done (almost) nothing for a while, as of each cluster's latest bucket.
 
@@ -331,6 +346,7 @@ def idle_allocation_list(
     """
     threshold = settings.GPUFINOPS_IDLE_THRESHOLD
     min_hours = settings.GPUFINOPS_IDLE_MIN_HOURS
+    signal = signal or default_signal()
     working_col, idle_col = f"working_{signal}", f"idle_{signal}"
     idle_cost_col = f"idle_cost_{signal}"
     team_q = _team_filter(visible_teams, team)
@@ -351,20 +367,18 @@ def idle_allocation_list(
                 candidates[row["pod_uid"]] = row
         if not candidates:
             continue
-        # Per pod, per hour (newest first): working, idle, allocated, cost, idle cost.
-        history: dict[str, dict[datetime, list[float]]] = defaultdict(dict)
+        # Per pod, one row per hour (newest first): hour, working, idle, allocated, cost, idle cost.
+        history: dict[str, list[tuple]] = defaultdict(list)
         uids = sorted(candidates)
         for i in range(0, len(uids), CHUNK):
-            for uid, hour, *figures in (
+            for uid, *figures in (
                 PodHour.objects.filter(cluster_id=cluster_id, pod_uid__in=uids[i : i + CHUNK], hour__lte=latest)
                 .order_by("pod_uid", "-hour")
                 .values_list("pod_uid", "hour", working_col, idle_col, "allocated_gpu_hours", "cost", idle_cost_col)
             ):
-                sums = history[uid].setdefault(hour, [0.0] * 5)
-                for k, value in enumerate(figures):
-                    sums[k] += value or 0.0
+                history[uid].append(tuple(figures))
         for uid, row in candidates.items():
-            streak = _idle_streak([(hour, *f) for hour, f in history[uid].items()], latest, threshold)
+            streak = _idle_streak(history[uid], latest, threshold)
             if len(streak) < min_hours:
                 continue
             idle_since = streak[-1][0]
@@ -386,8 +400,8 @@ def idle_allocation_list(
                     "activity": _round(_activity(working, idle) or 0.0),
                     "allocated_gpu_hours": _round(math.fsum(h[3] for h in streak)),
                     "idle_gpu_hours": _round(idle),
-                    "cost": _round(math.fsum(h[4] for h in streak)),
-                    "idle_cost": _round(math.fsum(h[5] for h in streak)),
+                    "cost": sum((h[4] for h in streak), money.ZERO),
+                    "idle_cost": sum((h[5] for h in streak), money.ZERO),
                 }
             )
     found.sort(key=lambda r: (-r["idle_gpu_hours"], r["cluster"], r["namespace"], r["pod"]))
@@ -413,19 +427,135 @@ def _idle_streak(history: list[tuple], latest: datetime, threshold: float) -> li
 # ---- Collection: which buckets are due ----
 
 
-def due_hours(cluster: Cluster, now: datetime) -> list[datetime]:
-    """The provisional hour, ended hours not yet final since the last final one, and failed buckets due."""
+def due_hours(cluster: Cluster, now: datetime, *, limit: int | None = None) -> list[datetime]:
+    """The buckets a scheduled run should (re)collect, oldest first, at most `limit` (the current hour always):
+
+    * the current (provisional) hour;
+    * hours since the last final bucket (on a first run, `GPUFINOPS_FIRST_RUN_HOURS`) never attempted;
+    * OK buckets still provisional whose hour has ended (to finalize them);
+    * buckets that failed, came out without DCGM data or degraded, once their backoff has passed.
+    Abandoned buckets and those waiting out their backoff are not due, however many there are.
+    """
     current = floor_hour(now)
     last_final = (
         Bucket.objects.filter(cluster=cluster, state=Bucket.State.FINAL, status=Bucket.Status.OK)
         .order_by("-hour").values_list("hour", flat=True).first()
     )
     first = last_final + HOUR if last_final else current - timedelta(hours=settings.GPUFINOPS_FIRST_RUN_HOURS)
-    hours = set(hours_between(first, current + HOUR))
-    retry = Bucket.objects.filter(cluster=cluster).exclude(status=Bucket.Status.OK).filter(
-        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
+    attempted = set(Bucket.objects.filter(cluster=cluster, hour__gte=first).values_list("hour", flat=True))
+    hours = {h for h in hours_between(first, current) if h not in attempted}
+    retried = [Bucket.Status.FAILED, Bucket.Status.SOURCE_MISSING, Bucket.Status.DEGRADED_SOURCE]
+    due = Bucket.objects.filter(cluster=cluster).filter(
+        Q(status=Bucket.Status.PENDING, lease_expires__isnull=True)
+        | Q(status=Bucket.Status.PENDING, lease_expires__lt=now)
+        | Q(status__in=retried, next_attempt_at__lte=now)
+        | Q(status=Bucket.Status.OK, state=Bucket.State.PROVISIONAL, hour__lt=current)
     )
-    hours.update(retry.values_list("hour", flat=True))
-    not_final = Bucket.objects.filter(cluster=cluster, state=Bucket.State.PROVISIONAL, hour__lt=current)
-    hours.update(not_final.values_list("hour", flat=True))
-    return sorted(hours)
+    hours.update(due.values_list("hour", flat=True))
+    hours.discard(current)
+    ordered = sorted(hours)
+    if limit is not None:
+        ordered = ordered[: max(limit - 1, 0)]
+    return [*ordered, current]
+
+
+# ---- Data status: is the ledger complete, and what is it measured with ----
+
+BUCKET_STATES = ("ok", "provisional", "failed", "source_missing", "degraded_source", "abandoned", "pending", "missing")
+
+
+@dataclass(frozen=True)
+class DayStatus:
+    """One cluster's buckets of one UTC day, by state, with coverage and the reasons things went wrong."""
+
+    cluster: str
+    day: date
+    hours: int  # hours of the day up to now (and since the cluster's first bucket)
+    counts: dict[str, int]  # each of BUCKET_STATES
+    coverage: float | None  # attribution coverage under the default signal
+    signals: list[str]  # signals the day's DCGM series carried
+    reasons: list[str]  # distinct errors of the day's failed, degraded or abandoned buckets (at most 5)
+
+    @property
+    def complete(self) -> bool:
+        return self.counts["ok"] == self.hours
+
+
+def data_status(
+    *, start: datetime, end: datetime, visible_teams: set[str] | None, cluster: str | None = None,
+    now: datetime | None = None,
+) -> list[DayStatus]:
+    """Per visible cluster and day of `[start, end)`: buckets ok, provisional, failed, without DCGM data,
+    degraded, abandoned, pending or missing (never attempted), the day's coverage and why."""
+    now = now or timezone.now()
+    signal = default_signal()
+    out: list[DayStatus] = []
+    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
+        buckets = list(
+            Bucket.objects.filter(cluster=c, hour__gte=start, hour__lt=end).values_list(
+                "hour", "state", "status", "last_error", "signals"
+            )
+        )
+        first = Bucket.objects.filter(cluster=c).order_by("hour").values_list("hour", flat=True).first()
+        if first is None:
+            continue
+        by_day: dict[date, list[tuple]] = defaultdict(list)
+        for b in buckets:
+            by_day[b[0].date()].append(b)
+        days = UsageDay.objects.filter(cluster=c, day__gte=start.date(), day__lt=end.date() + timedelta(days=1))
+        usage = {
+            d["day"]: d
+            for d in days.values("day").annotate(a=Sum("allocated_gpu_hours"), u=Sum(f"unmeasured_{signal}"))
+        }
+        day = max(start, floor_hour(first)).date()
+        while datetime(day.year, day.month, day.day, tzinfo=UTC) < min(end, now):
+            day_start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            span = hours_between(max(day_start, start, floor_hour(first)), min(day_start + timedelta(days=1), end, now))
+            counts = dict.fromkeys(BUCKET_STATES, 0)
+            reasons: list[str] = []
+            signals: set[str] = set()
+            for _hour, state, status, error, sigs in by_day.get(day, []):
+                key = "provisional" if status == "ok" and state == "provisional" else status
+                counts[key] += 1
+                signals.update(sigs or [])
+                if error and error not in reasons and len(reasons) < 5:
+                    reasons.append(error)
+            counts["missing"] = max(len(span) - len(by_day.get(day, [])), 0)
+            u = usage.get(day)
+            out.append(DayStatus(
+                cluster=c.name, day=day, hours=len(span), counts=counts,
+                coverage=coverage(u["a"] or 0.0, u["u"] or 0.0) if u else None,
+                signals=sorted(signals), reasons=reasons,
+            ))
+            day += timedelta(days=1)
+    return out
+
+
+@dataclass(frozen=True)
+class MissingSignal:
+    """A cluster whose DCGM series lack a signal: its hours are unmeasured under that signal."""
+
+    cluster: str
+    signal: str
+    metric: str
+    since: datetime  # the oldest recent bucket without it
+
+
+def clusters_missing_signal(
+    *, visible_teams: set[str] | None, signal: str | None = None, within: timedelta = timedelta(hours=24)
+) -> list[MissingSignal]:
+    """Visible clusters whose recent buckets had DCGM series but not `signal` (default: the default signal)."""
+    signal = signal or default_signal()
+    since = timezone.now() - within
+    out = []
+    for c in visible_clusters(visible_teams=visible_teams):
+        recent = list(
+            Bucket.objects.filter(cluster=c, hour__gte=since, series__gt=0)
+            .order_by("hour")
+            .values_list("hour", "signals")
+        )
+        lacking = [hour for hour, signals in recent if signal not in (signals or [])]
+        if recent and len(lacking) == len(recent):
+            metric = (c.metric_names or {}).get(signal) or DEFAULT_METRICS[signal]
+            out.append(MissingSignal(c.name, signal, metric, lacking[0]))
+    return out

@@ -2,6 +2,11 @@
 
 Recovery is driven by `Bucket` state (failed buckets carry `next_attempt_at`), never by broker
 redelivery: a redelivered or duplicated task finds the lease taken or the bucket already final.
+
+Every write of a cluster's buckets and rollups happens under that cluster's row lock, so two writers of
+different hours of one day take turns and the day rollup is always rebuilt from every committed hour.
+Sources that answer with less never replace stored rows (ledger.md "Time"): the bucket is marked
+`degraded_source` and kept, unless the operator accepts the loss.
 """
 
 from __future__ import annotations
@@ -9,9 +14,10 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -23,6 +29,7 @@ from apps.inventory.gpus import effective_request
 from apps.inventory.models import Cluster
 from apps.inventory.observations import ClusterSnapshot
 from apps.inventory.services import record_teams
+from apps.usage import money
 from apps.usage.activity import SIGNALS
 from apps.usage.inputs import assemble_bucket
 from apps.usage.ledger import BucketResult, compute_bucket
@@ -42,27 +49,30 @@ log = logging.getLogger(__name__)
 
 SIGNAL_COLUMNS = [f"{kind}_{s}" for s in SIGNALS for kind in ("working", "idle", "unmeasured")]
 MONEY_COLUMNS = ["cost"] + [f"idle_cost_{s}" for s in SIGNALS]
-SUM_COLUMNS = ["allocated_gpu_hours", *SIGNAL_COLUMNS, *MONEY_COLUMNS]
+SUM_COLUMNS = ["allocated_gpu_hours", "unpriced_gpu_hours", *SIGNAL_COLUMNS, *MONEY_COLUMNS]
 POD_COLUMNS = [
     "cluster_id", "hour", "namespace", "pod", "pod_uid", "team", "node", "node_group", "gpu_model",
     "cluster_queue", "local_queue", "resources", "gpus", "held_seconds", "price", *SUM_COLUMNS,
 ]
-NODE_COLUMNS = [
-    "cluster_id", "hour", "node", "node_group", "gpu_model", "physical_gpus", "capacity_gpu_hours",
-    "allocated_gpu_hours", "unallocated_gpu_hours", "unavailable_gpu_hours", "unallocated_cost", "price",
-    "inconsistent",
-]
 CAPACITY_SUMS = [
     "capacity_gpu_hours", "allocated_gpu_hours", "unallocated_gpu_hours", "unavailable_gpu_hours",
-    "unallocated_cost",
+    "unpriced_gpu_hours", "capacity_cost", "unallocated_cost",
 ]
+NODE_COLUMNS = ["cluster_id", "hour", "node", "node_group", "gpu_model", "physical_gpus", *CAPACITY_SUMS, "price",
+                "inconsistent"]
+USAGE_KEYS = ["team", "namespace", "node_group", "gpu_model"]
+CAPACITY_KEYS = ["node_group", "gpu_model"]
+# Attribution coverage may fall this much on a re-collection before it counts as the source losing data.
+COVERAGE_TOLERANCE = 0.01
+# Test seam: called inside the write transaction between deleting and re-inserting a day's rollups.
+after_day_delete: Callable[[Cluster, date], None] | None = None
 
 
 class LeaseLost(Exception):
     """Another worker took the bucket over (our lease expired): our write is abandoned."""
 
 
-# ---- Leases ----
+# ---- Leases and retries ----
 
 def claim_bucket(cluster: Cluster, hour: datetime, owner: str, lease_seconds: int | None = None) -> bool:
     """Take the bucket's lease unless someone else holds a live one (a conditional UPDATE)."""
@@ -76,48 +86,60 @@ def claim_bucket(cluster: Cluster, hour: datetime, owner: str, lease_seconds: in
     return claimed == 1
 
 
+def retry_plan(hour: datetime, attempts: int, status: str, now: datetime) -> tuple[str, datetime | None]:
+    """When a bucket that did not come out OK is tried again: capped exponential backoff by consecutive
+    attempts, and never again once its hour is older than `GPUFINOPS_ABANDON_AFTER_DAYS` (a failing bucket
+    is then `abandoned`; a degraded one keeps its stored rows and its status)."""
+    if now - hour > timedelta(days=settings.GPUFINOPS_ABANDON_AFTER_DAYS):
+        return (status if status == Bucket.Status.DEGRADED_SOURCE else Bucket.Status.ABANDONED), None
+    backoff = min(60 * 2 ** max(attempts - 1, 0), settings.GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS)
+    return status, now + timedelta(seconds=backoff)
+
+
 def mark_failed(
     cluster: Cluster, hour: datetime, owner: str, error: str, *, status: str = "failed", now: datetime | None = None
 ) -> None:
-    """Record the failure and when to try again (exponential backoff, capped)."""
+    """Record the failure and when to try again (exponential backoff, capped; abandoned when too old)."""
+    now = now or timezone.now()
     bucket = Bucket.objects.get(cluster=cluster, hour=hour)
-    backoff = min(60 * 2 ** max(bucket.attempts - 1, 0), settings.GPUFINOPS_MAX_RETRY_BACKOFF_SECONDS)
+    status, next_attempt = retry_plan(hour, bucket.attempts, status, now)
     Bucket.objects.filter(pk=bucket.pk).update(
-        status=status,
-        last_error=error[:2000],
-        next_attempt_at=(now or timezone.now()) + timedelta(seconds=backoff),
-        lease_owner="",
-        lease_expires=None,
+        status=status, last_error=error[:2000], next_attempt_at=next_attempt, lease_owner="", lease_expires=None
     )
     log.warning("bucket %s %s %s: %s", cluster.name, hour.isoformat(), status, error)
 
 
 # ---- Writing ----
 
-def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> list[tuple]:
-    rows = []
+def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple[list[tuple], dict[str, Decimal]]:
+    """PodHour rows with their money, and what the pods on each node are charged (for the node's identity)."""
+    rows, charged = [], defaultdict(lambda: money.ZERO)
     for r in result.pods:
         f = r.fact
-        price = r.price
-        idle_costs = [r.idle[s] * price if price is not None else 0.0 for s in SIGNALS]
+        cost = money.cost(r.allocated, r.price)
+        idle_costs = [money.cost(r.idle[s], r.price) or money.ZERO for s in SIGNALS]
         signal_values = [v for s in SIGNALS for v in (r.working[s], r.idle[s], r.unmeasured[s])]
         resources = ",".join(f"{k}={v:g}" for k, v in sorted(f.requests.items()))
         rows.append((
             cluster.pk, hour, f.namespace, f.name, f.uid, f.team, f.node, r.node_group, r.gpu_model,
-            f.cluster_queue, f.local_queue, resources[:500], r.gpus, f.held_seconds, price, r.allocated,
-            *signal_values, r.allocated * price if price is not None else 0.0, *idle_costs,
+            f.cluster_queue, f.local_queue, resources[:500], r.gpus, f.held_seconds, r.price, r.allocated,
+            r.allocated if cost is None else 0.0, *signal_values, cost or money.ZERO, *idle_costs,
         ))
-    return rows
+        charged[f.node] += cost or money.ZERO
+    return rows, charged
 
 
-def _node_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> list[tuple]:
+def _node_tuples(cluster: Cluster, hour: datetime, result: BucketResult, charged: Mapping[str, Decimal]) -> list[tuple]:
+    """NodeHour rows. capacity cost = what the node's pods are charged + the unallocated cost, exactly."""
     rows = []
     for r in result.nodes:
         f = r.fact
-        cost = r.unallocated * f.price if f.price is not None else 0.0
+        unallocated_cost = money.cost(r.unallocated, f.price)
+        capacity_cost = charged.get(f.name, money.ZERO) + unallocated_cost if unallocated_cost is not None else None
         rows.append((
             cluster.pk, hour, f.name, f.node_group, f.gpu_model, f.physical_gpus, r.capacity, r.allocated,
-            r.unallocated, r.unavailable, cost, f.price, r.inconsistent,
+            r.unallocated, r.unavailable, r.capacity if f.price is None else 0.0, capacity_cost or money.ZERO,
+            unallocated_cost or money.ZERO, f.price, r.inconsistent,
         ))
     return rows
 
@@ -136,21 +158,23 @@ def _bulk_insert(model: type, columns: list[str], rows: list[tuple]) -> None:
     model.objects.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows], batch_size=500)
 
 
-def _grouped_sums(rows: list[tuple], nkeys: int) -> list[tuple]:
-    """Group rows by their first `nkeys` fields and sum the rest with math.fsum.
+def _column_sum(values: tuple) -> float | Decimal:
+    """Money sums exactly as decimals; GPU-hours with fsum, correctly rounded whatever the order."""
+    if values and isinstance(values[0], Decimal):
+        return sum(values, money.ZERO)
+    return math.fsum(values)
 
-    fsum is correctly rounded whatever the order of its inputs, so a rollup does not depend on the
-    physical order of rows (which changes whenever a bucket is rewritten): re-collecting converges
-    to identical rollups, bit for bit.
+
+def _grouped_sums(rows: list[tuple], nkeys: int) -> list[tuple]:
+    """Group rows by their first `nkeys` fields and sum the rest.
+
+    Neither sum depends on the order of the rows (which changes whenever a bucket is rewritten), so
+    re-collecting converges to identical rollups, bit for bit.
     """
     groups: dict[tuple, list[tuple]] = defaultdict(list)
     for row in rows:
         groups[row[:nkeys]].append(row[nkeys:])
-    return [key + tuple(math.fsum(col) for col in zip(*vals, strict=True)) for key, vals in sorted(groups.items())]
-
-
-USAGE_KEYS = ["team", "namespace", "node_group", "gpu_model"]
-CAPACITY_KEYS = ["node_group", "gpu_model"]
+    return [key + tuple(_column_sum(col) for col in zip(*vals, strict=True)) for key, vals in sorted(groups.items())]
 
 
 def rollup_hour(cluster: Cluster, hour: datetime) -> None:
@@ -166,17 +190,47 @@ def rollup_hour(cluster: Cluster, hour: datetime) -> None:
 
 
 def rollup_day(cluster: Cluster, day: date) -> None:
-    """Rebuild the day's rollups (UsageDay, CapacityDay) from its hourly rollups."""
+    """Rebuild the day's rollups (UsageDay, CapacityDay) from its hourly rollups. Call under the cluster lock."""
     start, end = day_bounds(day)
     in_day = {"cluster": cluster, "hour__gte": start, "hour__lt": end}
     UsageDay.objects.filter(cluster=cluster, day=day).delete()
     CapacityDay.objects.filter(cluster=cluster, day=day).delete()
+    if after_day_delete is not None:
+        after_day_delete(cluster, day)
     hours = UsageHour.objects.filter(**in_day).values_list(*USAGE_KEYS, *SUM_COLUMNS)
     _bulk_insert(UsageDay, ["cluster_id", "day", *USAGE_KEYS, *SUM_COLUMNS],
                  [(cluster.pk, day, *r) for r in _grouped_sums(list(hours), len(USAGE_KEYS))])
     caps = CapacityHour.objects.filter(**in_day).values_list(*CAPACITY_KEYS, *CAPACITY_SUMS)
     _bulk_insert(CapacityDay, ["cluster_id", "day", *CAPACITY_KEYS, *CAPACITY_SUMS],
                  [(cluster.pk, day, *r) for r in _grouped_sums(list(caps), len(CAPACITY_KEYS))])
+
+
+def lock_cluster(cluster: Cluster) -> None:
+    """The per-cluster serialization of ledger writes (a row lock; SQLite serializes writers anyway)."""
+    Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+
+
+def measured(result: BucketResult) -> tuple[int, list[str], dict[str, float | None]]:
+    """What a bucket's rows are measured with: DCGM series, the signals seen, coverage per signal."""
+    allocated = math.fsum(r.allocated for r in result.pods)
+    coverage: dict[str, float | None] = {}
+    for s in SIGNALS:
+        unmeasured = math.fsum(r.unmeasured[s] for r in result.pods)
+        coverage[s] = round(1.0 - unmeasured / allocated, 9) if allocated > 0 else None
+    return result.series, sorted(result.signals), coverage
+
+
+def loss_reason(bucket: Bucket, series: int, coverage: Mapping[str, float | None]) -> str | None:
+    """Why writing these rows would replace measured data with less, or None (ledger.md "Time")."""
+    if bucket.state != Bucket.State.FINAL or bucket.status not in (Bucket.Status.OK, Bucket.Status.DEGRADED_SOURCE):
+        return None
+    if bucket.series and not series:
+        return f"no DCGM series where the stored bucket had {bucket.series}"
+    for signal, stored in sorted((bucket.coverage or {}).items()):
+        new = coverage.get(signal)
+        if stored is not None and (new is None or new < stored - COVERAGE_TOLERANCE):
+            return f"{signal} attribution coverage would fall from {stored:.1%} to {0 if new is None else new:.1%}"
+    return None
 
 
 def write_bucket(
@@ -188,36 +242,54 @@ def write_bucket(
     covered_until: datetime,
     status: str = Bucket.Status.OK,
     extra_warnings: list[str] | None = None,
-) -> None:
-    """Replace the bucket's ledger rows and rollups in one transaction, if we still hold its lease."""
+    accept_loss: bool = False,
+) -> str:
+    """Replace the bucket's ledger rows and rollups in one transaction, if we still hold its lease.
+
+    Returns the bucket's status: `status` as given, or `degraded_source` when the new rows would bring less
+    than the stored ones (then the stored rows stay, unless `accept_loss`).
+    """
     now = timezone.now()
     final = covered_until >= hour + HOUR
-    pod_rows = _pod_tuples(cluster, hour, result)
-    node_rows = _node_tuples(cluster, hour, result)
+    pod_rows, charged = _pod_tuples(cluster, hour, result)
+    node_rows = _node_tuples(cluster, hour, result, charged)
+    series, signals, coverage = measured(result)
     with transaction.atomic():
+        lock_cluster(cluster)
         bucket = Bucket.objects.select_for_update().get(cluster=cluster, hour=hour)
         if bucket.lease_owner != owner:
             raise LeaseLost(f"bucket {cluster.name} {hour.isoformat()} is now held by {bucket.lease_owner!r}")
+        loss = None if accept_loss else loss_reason(bucket, series, coverage)
+        if loss is not None:
+            degraded = Bucket.Status.DEGRADED_SOURCE
+            bucket.status, bucket.next_attempt_at = retry_plan(hour, bucket.attempts, degraded, now)
+            bucket.last_error = f"stored rows kept: {loss}"
+            bucket.lease_owner, bucket.lease_expires = "", None
+            bucket.save(update_fields=["status", "next_attempt_at", "last_error", "lease_owner", "lease_expires"])
+            log.warning("bucket %s %s degraded source: %s", cluster.name, hour.isoformat(), loss)
+            return Bucket.Status.DEGRADED_SOURCE
         for model in (PodHour, NodeHour):
             model.objects.filter(cluster=cluster, hour=hour).delete()
         _bulk_insert(PodHour, POD_COLUMNS, pod_rows)
         _bulk_insert(NodeHour, NODE_COLUMNS, node_rows)
         rollup_hour(cluster, hour)
         rollup_day(cluster, hour.date())
-        warnings = (result.warnings + (extra_warnings or []))[:200]
         bucket.state = Bucket.State.FINAL if final else Bucket.State.PROVISIONAL
         bucket.status = status
         bucket.last_error = "" if status == Bucket.Status.OK else bucket.last_error
         bucket.inconsistent = result.inconsistent
-        bucket.warnings = warnings
+        bucket.warnings = (result.warnings + (extra_warnings or []))[:200]
         bucket.collected_at = now
         bucket.covered_until = covered_until
-        bucket.pod_rows = len(pod_rows)
-        bucket.node_rows = len(node_rows)
-        bucket.lease_owner = ""
-        bucket.lease_expires = None
-        bucket.next_attempt_at = None if status == Bucket.Status.OK else now + timedelta(minutes=15)
+        bucket.pod_rows, bucket.node_rows = len(pod_rows), len(node_rows)
+        bucket.series, bucket.signals, bucket.coverage = series, signals, coverage
+        bucket.lease_owner, bucket.lease_expires = "", None
+        if status == Bucket.Status.OK:
+            bucket.attempts, bucket.next_attempt_at = 0, None
+        else:
+            bucket.status, bucket.next_attempt_at = retry_plan(hour, bucket.attempts, status, now)
         bucket.save()
+        return bucket.status
 
 
 # ---- Pod observations (the allocation intervals the Kubernetes API shows) ----
@@ -270,10 +342,10 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
 
 @dataclass(frozen=True)
 class BucketOutcome:
-    """What became of one bucket: written, failed (with the reason) or skipped (another worker holds it)."""
+    """What became of one bucket."""
 
     hour: datetime
-    state: str  # "written" | "failed" | "skipped"
+    state: str  # "written" | "degraded" (stored rows kept) | "failed" | "skipped" (another worker holds it)
     error: str = ""
 
 
@@ -285,6 +357,7 @@ def collect_bucket(
     source: MetricsSource,
     namespace_labels: Mapping[str, Mapping[str, str]],
     owner: str,
+    accept_loss: bool = False,
 ) -> BucketOutcome:
     """Claim the bucket, assemble its inputs from the source, compute its rows and replace it whole."""
     if not claim_bucket(cluster, hour, owner):
@@ -297,16 +370,17 @@ def collect_bucket(
         if not assembled.has_dcgm and result.pods:
             status = Bucket.Status.SOURCE_MISSING  # written with everything unmeasured; retried later
         record_teams(cluster, {p.fact.team for p in result.pods}, hour)
-        rejected = [
-            f"pod {pod.namespace}/{pod.name}: team label {choice.rejected[:80]!r} not obeyed ({choice.reason}); "
-            f"charged to {choice.team}"
-            for pod, choice in assembled.rejected_teams
-        ]
-        write_bucket(cluster, hour, result, owner=owner, covered_until=end, status=status,
-                     extra_warnings=rejected + list(source.warnings))
+        written = write_bucket(
+            cluster, hour, result, owner=owner, covered_until=end, status=status, accept_loss=accept_loss,
+            extra_warnings=[*assembled.warnings, *source.warnings],
+        )
         source.warnings.clear()
+        if written == Bucket.Status.DEGRADED_SOURCE:
+            return BucketOutcome(hour, "degraded", Bucket.objects.get(cluster=cluster, hour=hour).last_error)
         return BucketOutcome(hour, "written")
-    except (SourceError, LeaseLost) as exc:
+    except LeaseLost as exc:
+        return BucketOutcome(hour, "skipped", str(exc))
+    except SourceError as exc:
         mark_failed(cluster, hour, owner, str(exc), now=now)
         return BucketOutcome(hour, "failed", str(exc))
     except Exception as exc:

@@ -16,7 +16,7 @@ these tests can be checked by hand:
   ============  =========  =========  =======  ====  ==========  ====  =========
 
   Under ``gpu_util`` the working and idle figures swap where they differ (see ``_usage``).
-* Capacity per hour: alpha 16 GPU-hours (unallocated 3, unavailable 1), beta 8 (unallocated 0).
+* Capacity per hour: alpha 16 GPU-hours (unallocated 3, unavailable 1; $32), beta 8 (unallocated 0; $24).
 """
 
 from __future__ import annotations
@@ -129,6 +129,7 @@ def ledger(db):
             allocated_gpu_hours=13,
             unallocated_gpu_hours=3,
             unavailable_gpu_hours=1,
+            capacity_cost=32,  # charged 20 + 4 + 2, plus unallocated 6
             unallocated_cost=6,
         )
         CapacityHour.objects.create(
@@ -140,6 +141,7 @@ def ledger(db):
             allocated_gpu_hours=8,
             unallocated_gpu_hours=0,
             unavailable_gpu_hours=0,
+            capacity_cost=24,
             unallocated_cost=0,
         )
         for cluster in (alpha, beta):

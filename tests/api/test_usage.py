@@ -13,11 +13,14 @@ from apps.usage.selectors import GROUP_KEYS, usage_report
 
 URL = "/api/v1/usage/"
 DAY_RANGE = "start=2026-11-23&end=2026-11-24"
-FIELDS = ["allocated_gpu_hours", "working_gpu_hours", "idle_gpu_hours", "unmeasured_gpu_hours", "cost", "idle_cost"]
-VISION = dict(zip(FIELDS, [24, 10, 12, 2, 48, 24], strict=True))
-NLP = dict(zip(FIELDS, [16, 4, 12, 0, 48, 36], strict=True))
-UNASSIGNED = dict(zip(FIELDS, [2, 0, 0, 2, 4, 0], strict=True))
-TOTALS = dict(zip(FIELDS, [42, 14, 24, 4, 100, 60], strict=True))
+FIELDS = [
+    "allocated_gpu_hours", "working_gpu_hours", "idle_gpu_hours", "unmeasured_gpu_hours", "cost", "idle_cost",
+    "unpriced_gpu_hours",
+]  # fmt: skip
+VISION = dict(zip(FIELDS, [24, 10, 12, 2, 48, 24, 0], strict=True))
+NLP = dict(zip(FIELDS, [16, 4, 12, 0, 48, 36, 0], strict=True))
+UNASSIGNED = dict(zip(FIELDS, [2, 0, 0, 2, 4, 0, 0], strict=True))
+TOTALS = dict(zip(FIELDS, [42, 14, 24, 4, 100, 60, 0], strict=True))
 
 
 def _figures(row):
@@ -35,8 +38,12 @@ def test_it_reports_allocated_working_idle_unmeasured_and_cost_per_team(clients)
         "capacity_gpu_hours": 48,
         "unallocated_gpu_hours": 6,
         "unavailable_gpu_hours": 2,
+        "unpriced_gpu_hours": 0,
+        "capacity_cost": 112,
         "unallocated_cost": 12,
     }
+    # Charged to teams + unallocated = what the capacity cost (ledger.md "Money").
+    assert body["totals"]["cost"] + body["capacity"]["unallocated_cost"] == body["capacity"]["capacity_cost"]
     assert body["coverage"] == pytest.approx(1 - 4 / 42, abs=1e-6)
     assert body["provisional"] is False
 

@@ -40,6 +40,7 @@ def test_it_gives_alice_exactly_the_vision_numbers(clients):
         "unmeasured_gpu_hours": 2,
         "cost": 48,
         "idle_cost": 24,
+        "unpriced_gpu_hours": 0,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 
@@ -13,7 +14,7 @@ from apps.usage.ledger import BucketInputs, NodeFact, PodFact, SeriesFact, compu
 H = datetime(2026, 11, 23, 10, tzinfo=UTC)
 
 
-def node(name="n1", gpus=8, sharing="none", replicas=None, price=2.0, unavailable=False, slices=7):
+def node(name="n1", gpus=8, sharing="none", replicas=None, price=Decimal("2.00"), unavailable=False, slices=7):
     gpu = GpuNode("NVIDIA-H100-80GB-HBM3", gpus, sharing, slices, replicas=replicas or {})
     return NodeFact(name, "pool", gpu, 3600.0, unavailable, price)
 
@@ -67,6 +68,26 @@ def test_it_shares_time_sliced_gpus_by_replicas():
     # Every tenant's series repeats the device value; each tenant gets its share of it, never the sum.
     assert a.working["sm_active"] == pytest.approx(0.2)
     assert b.working["sm_active"] == pytest.approx(0.2)
+
+
+def test_it_measures_every_replica_a_pod_holds_on_a_shared_gpu():
+    """dcgm-exporter's default mode emits one series per physical GPU and pod: it measures all of the pod's
+    replicas on that GPU; with --kubernetes-virtual-gpus one series per replica (label vgpu) gives the same."""
+    ts = node(gpus=2, sharing="time-slicing", replicas={"nvidia.com/gpu": 4.0})
+    two = pod("two", {"nvidia.com/gpu": 2})
+    per_gpu = compute_bucket(BucketInputs(H, 3600, [ts], [two], [series("two", "GPU-x", 0.6)])).pods[0]
+    vgpu = [
+        SeriesFact("ns", "two", "GPU-x", "", "", dict.fromkeys(SIGNALS, 0.6), replica=r) for r in ("0", "1")
+    ]
+    per_replica = compute_bucket(BucketInputs(H, 3600, [ts], [two], vgpu)).pods[0]
+    for row in (per_gpu, per_replica):
+        assert row.allocated == pytest.approx(0.5)
+        assert row.unmeasured["sm_active"] == 0
+        assert row.working["sm_active"] == pytest.approx(0.5 * 0.6)
+    # Replicas on two different GPUs: each measured by its own GPU's series.
+    spread = [series("two", "GPU-x", 0.2), series("two", "GPU-y", 1.0)]
+    row = compute_bucket(BucketInputs(H, 3600, [ts], [two], spread)).pods[0]
+    assert row.working["sm_active"] == pytest.approx(0.25 * 0.2 + 0.25 * 1.0)
 
 
 def test_it_weights_mig_slices_by_compute_slices():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -15,7 +16,7 @@ from apps.usage.ledger import BucketInputs, NodeFact, PodFact, compute_bucket
 from apps.usage.selectors import usage_report
 
 H = datetime(2026, 11, 23, 10, tzinfo=UTC)
-NODE = NodeFact("n1", "pool", GpuNode("NVIDIA-H100-80GB-HBM3", 8, "none", 7), 3600.0, False, 2.0)
+NODE = NodeFact("n1", "pool", GpuNode("NVIDIA-H100-80GB-HBM3", 8, "none", 7), 3600.0, False, Decimal("2.00"))
 
 
 def write(cluster: Cluster, gpus: int) -> None:

@@ -144,7 +144,7 @@ class PrometheusSource:
             if ratio < -1e-9 or ratio > 1.0 + 1e-6:
                 self.warnings.append(f"{signal}: value {v} out of range for {ns}/{pod} {uuid}; not counted")
                 continue
-            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""))
+            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""))
             out[key] = ratio
         return out
 
@@ -156,7 +156,7 @@ class PrometheusSource:
         facts = []
         for key in sorted(keys):
             values = {s: per_signal[s][key] for s in SIGNALS if key in per_signal[s]}
-            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values))
+            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5]))
         return facts
 
     def has_dcgm(self, start: datetime, end: datetime) -> bool:

@@ -18,7 +18,7 @@ from apps.queues.api.serializers import (
     QueueUsageResponseSerializer,
 )
 from apps.queues.selectors import admission_waits, queue_list, queue_usage
-from apps.usage.activity import DEFAULT_SIGNAL, SIGNALS
+from apps.usage.activity import SIGNALS, default_signal
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 START_PARAM = OpenApiParameter(
@@ -74,14 +74,14 @@ class QueueUsageApi(FormatParamMixin, APIView):
             CLUSTER_PARAM,
             START_PARAM,
             END_PARAM,
-            OpenApiParameter("signal", str, enum=list(SIGNALS), description=f"default {DEFAULT_SIGNAL}"),
+            OpenApiParameter("signal", str, enum=list(SIGNALS), description="default: GPUFINOPS_DEFAULT_SIGNAL"),
         ],
         responses={200: QueueUsageResponseSerializer, **ERRORS},
     )
     def get(self, request):
         params = request.query_params
         start, end = parse_range(params)
-        signal = parse_choice(params, "signal", SIGNALS, default=DEFAULT_SIGNAL)
+        signal = parse_choice(params, "signal", SIGNALS, default=default_signal())
         rows = queue_usage(
             start=start,
             end=end,

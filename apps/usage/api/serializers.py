@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.common.serializers import MoneyField
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import GROUP_KEYS
 
@@ -22,27 +23,36 @@ class UsageRowSerializer(serializers.Serializer):
     working_gpu_hours = serializers.FloatField()
     idle_gpu_hours = serializers.FloatField()
     unmeasured_gpu_hours = serializers.FloatField()
-    cost = serializers.FloatField(help_text="allocated x price, USD")
-    idle_cost = serializers.FloatField(help_text="idle x price, USD")
+    cost = MoneyField(help_text="allocated x price, USD (exact to the micro-dollar; unpriced hours excluded)")
+    idle_cost = MoneyField(help_text="idle x price, USD")
+    unpriced_gpu_hours = serializers.FloatField(help_text="allocated GPU-hours of GPU models without a price")
     coverage = serializers.FloatField(
         allow_null=True, help_text="1 - unmeasured / allocated; null when nothing was allocated"
     )
 
 
 class UsageTotalsSerializer(serializers.Serializer):
+    """The sum of the rows: money exactly (printed total = sum of printed rows)."""
+
     allocated_gpu_hours = serializers.FloatField()
     working_gpu_hours = serializers.FloatField()
     idle_gpu_hours = serializers.FloatField()
     unmeasured_gpu_hours = serializers.FloatField()
-    cost = serializers.FloatField()
-    idle_cost = serializers.FloatField()
+    cost = MoneyField()
+    idle_cost = MoneyField()
+    unpriced_gpu_hours = serializers.FloatField()
 
 
 class CapacitySerializer(serializers.Serializer):
+    """Fleet (or cluster) capacity: totals.cost (fleet-wide) + unallocated_cost = capacity_cost, exactly."""
+
     capacity_gpu_hours = serializers.FloatField()
     unallocated_gpu_hours = serializers.FloatField()
-    unavailable_gpu_hours = serializers.FloatField()
-    unallocated_cost = serializers.FloatField()
+    unavailable_gpu_hours = serializers.FloatField(help_text="part of unallocated: nodes cordoned, NotReady or "
+                                                   "without allocatable GPUs")
+    unpriced_gpu_hours = serializers.FloatField(help_text="capacity of GPU models without a price")
+    capacity_cost = MoneyField()
+    unallocated_cost = MoneyField()
 
 
 class UsageResponseSerializer(serializers.Serializer):
@@ -77,8 +87,8 @@ class IdleAllocationSerializer(serializers.Serializer):
     activity = serializers.FloatField(help_text="measured activity over the streak")
     allocated_gpu_hours = serializers.FloatField()
     idle_gpu_hours = serializers.FloatField()
-    cost = serializers.FloatField()
-    idle_cost = serializers.FloatField()
+    cost = MoneyField()
+    idle_cost = MoneyField()
 
 
 # ---- Teams and clusters ----
@@ -104,3 +114,28 @@ class ClusterSerializer(serializers.Serializer):
 
 class ClusterDetailSerializer(ClusterSerializer):
     node_groups = serializers.ListField(child=serializers.CharField())
+
+
+# ---- Data status ----
+
+
+class BucketCountsSerializer(serializers.Serializer):
+    ok = serializers.IntegerField(help_text="final and measured as usual")
+    provisional = serializers.IntegerField(help_text="collected, its hour not over or not yet finalized")
+    failed = serializers.IntegerField(help_text="a source could not be read; retried with backoff")
+    source_missing = serializers.IntegerField(help_text="written without any DCGM data (all unmeasured); retried")
+    degraded_source = serializers.IntegerField(help_text="the sources now have less than stored: stored rows kept")
+    abandoned = serializers.IntegerField(help_text="kept failing past GPUFINOPS_ABANDON_AFTER_DAYS")
+    pending = serializers.IntegerField(help_text="claimed, not written yet")
+    missing = serializers.IntegerField(help_text="never attempted")
+
+
+class DayStatusSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    day = serializers.DateField()
+    hours = serializers.IntegerField(help_text="hours of the day so far (since the cluster's first bucket)")
+    complete = serializers.BooleanField(help_text="every hour is ok")
+    counts = BucketCountsSerializer()
+    coverage = serializers.FloatField(allow_null=True, help_text="attribution coverage under the default signal")
+    signals = serializers.ListField(child=serializers.ChoiceField(choices=SIGNALS))
+    reasons = serializers.ListField(child=serializers.CharField(), help_text="why buckets failed or were kept")

@@ -9,4 +9,5 @@ urlpatterns = [
     path("teams/<str:name>/", views.TeamDetailApi.as_view(), name="team-detail"),
     path("clusters/", views.ClusterListApi.as_view(), name="clusters"),
     path("clusters/<str:name>/", views.ClusterDetailApi.as_view(), name="cluster-detail"),
+    path("data-status/", views.DataStatusApi.as_view(), name="data-status"),
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
@@ -13,23 +16,24 @@ from apps.accounts.selectors import visible_team_names
 from apps.common.api import FormatParamMixin, Pagination, paginated
 from apps.common.params import parse_choice, parse_list, parse_range, parse_text
 from apps.common.serializers import DetailSerializer, ErrorSerializer
-from apps.usage.activity import DEFAULT_SIGNAL, SIGNALS
+from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.api.renderers import UsageCSVRenderer
 from apps.usage.api.serializers import (
     ClusterDetailSerializer,
     ClusterSerializer,
+    DayStatusSerializer,
     IdleAllocationSerializer,
     TeamDetailSerializer,
     TeamSerializer,
     UsageResponseSerializer,
 )
 from apps.usage.directory import cluster_get, cluster_list, team_get, team_list
-from apps.usage.selectors import GROUP_KEYS, idle_allocation_list, usage_report
+from apps.usage.selectors import GROUP_KEYS, data_status, idle_allocation_list, usage_report
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
 SIGNAL_PARAM = OpenApiParameter(
-    "signal", str, enum=list(SIGNALS), description=f"activity signal (default {DEFAULT_SIGNAL})"
+    "signal", str, enum=list(SIGNALS), description="activity signal (default: GPUFINOPS_DEFAULT_SIGNAL)"
 )
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
@@ -74,7 +78,7 @@ class UsageApi(FormatParamMixin, APIView):
             start=start,
             end=end,
             group_by=parse_list(params, "group_by", GROUP_KEYS, default=["team"]),
-            signal=parse_choice(params, "signal", SIGNALS, default=DEFAULT_SIGNAL),
+            signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
             cluster=parse_text(params, "cluster"),
             team=parse_text(params, "team"),
             visible_teams=visible_team_names(request.user),
@@ -107,7 +111,7 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
             visible_teams=visible_team_names(request.user),
             cluster=parse_text(params, "cluster"),
             team=parse_text(params, "team"),
-            signal=parse_choice(params, "signal", SIGNALS, default=DEFAULT_SIGNAL),
+            signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
         )
         return paginated(self, request, rows, IdleAllocationSerializer)
 
@@ -164,3 +168,27 @@ class ClusterDetailApi(FormatParamMixin, APIView):
         if cluster is None:
             raise NotFound()
         return Response(ClusterDetailSerializer(cluster).data)
+
+
+class DataStatusApi(FormatParamMixin, APIView):
+    """Per cluster and UTC day: buckets ok, provisional, failed, degraded, abandoned or missing, coverage, why."""
+
+    pagination_class = Pagination
+
+    @extend_schema(
+        operation_id="data_status",
+        parameters=[
+            OpenApiParameter("start", str, description="ISO 8601 date or time (UTC); default: end - 7 days"),
+            OpenApiParameter("end", str, description="exclusive; default: tomorrow 00:00 UTC (today included)"),
+            CLUSTER_PARAM,
+            *PAGE_PARAMS,
+        ],
+        responses={200: DayStatusSerializer(many=True), **ERRORS},
+    )
+    def get(self, request):
+        params = request.query_params
+        start, end = parse_range(params, default_days=7, max_days=93, now=timezone.now() + timedelta(days=1))
+        rows = data_status(
+            start=start, end=end, cluster=parse_text(params, "cluster"), visible_teams=visible_team_names(request.user)
+        )
+        return paginated(self, request, rows, DayStatusSerializer)

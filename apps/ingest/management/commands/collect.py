@@ -29,6 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--cluster", help="cluster name (default: all)")
         parser.add_argument("--since", help="ISO 8601; default: resume after the last final bucket")
         parser.add_argument("--until", help="ISO 8601; default: now")
+        parser.add_argument(
+            "--accept-loss",
+            action="store_true",
+            help="let a re-collection that finds less data (e.g. a wiped Prometheus) replace stored final hours",
+        )
 
     def handle(self, *args, **opts):
         now = timezone.now()
@@ -43,14 +48,24 @@ class Command(BaseCommand):
         since = parse_when(opts["since"], "--since") if opts["since"] else None
         if since and since >= until:
             raise CommandError("--since must be before --until")
-        failed = False
+        problems = []
         for cluster in clusters:
             hours = hours_between(since, until) if since else None
-            report = services.collect_cluster(cluster, hours, now=now, progress=lambda m: print(m, file=sys.stderr))
+            report = services.collect_cluster(
+                cluster, hours, now=now, accept_loss=opts["accept_loss"], progress=lambda m: print(m, file=sys.stderr)
+            )
             self.stdout.write(
                 f"{cluster.name}: {len(report.written)} written, {len(report.failed)} failed, "
+                f"{len(report.degraded)} kept (source had less), {len(report.not_attempted)} not attempted, "
                 f"{len(report.skipped)} held by another worker"
             )
-            failed = failed or not report.ok
-        if failed:
-            raise CommandError("some buckets failed; they are marked and will be retried (see Bucket.last_error)")
+            if report.degraded:
+                problems.append(
+                    f"{cluster.name}: {len(report.degraded)} stored hours kept because the sources now have less "
+                    f"({next(iter(report.degraded.values()))}); rerun with --accept-loss to replace them"
+                )
+            if report.failed or report.not_attempted:
+                problems.append(f"{cluster.name}: {len(report.failed)} buckets failed "
+                                f"({next(iter(report.failed.values()), 'source unreachable')}); they will be retried")
+        if problems:
+            raise CommandError("; ".join(problems))

@@ -1,0 +1,66 @@
+"""The money rules (ledger.md "Money"): exact decimal from storage to e-mail, and printed figures that add up.
+
+* A ledger row's cost is GPU-hours x price, quantized to the micro-dollar (`MICRO`) when the row is written;
+  every rollup and total is an exact decimal sum of such rows, so no order of summing changes a cent.
+* What is printed in cents (the e-mail, its CSV, FOCUS) is apportioned: the total is rounded once, and the
+  rows are rounded so that they add up to it exactly (largest remainder). A printed total is always the
+  sum of the printed rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+
+MICRO = Decimal("0.000001")
+CENT = Decimal("0.01")
+ZERO = Decimal(0)
+
+
+def cost(gpu_hours: float, price: Decimal | None) -> Decimal | None:
+    """GPU-hours x USD per GPU-hour, to the micro-dollar; None when the GPU model has no price."""
+    if price is None:
+        return None
+    # repr() is the shortest decimal that is exactly this float: no binary noise enters the money.
+    return (Decimal(repr(float(gpu_hours))) * price).quantize(MICRO, rounding=ROUND_HALF_EVEN)
+
+
+def to_decimal(value: object) -> Decimal:
+    """A stored money value (Decimal, or whatever a database aggregate returns) as a Decimal."""
+    if value is None:
+        return ZERO
+    if isinstance(value, Decimal):
+        return value
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def micro(value: object) -> Decimal:
+    """A money value at the ledger's precision (what the API prints)."""
+    return to_decimal(value).quantize(MICRO, rounding=ROUND_HALF_EVEN)
+
+
+def cents(value: object) -> Decimal:
+    """One figure rounded to the cent (half to even)."""
+    return to_decimal(value).quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+
+def apportion(values: Sequence[object], total: object | None = None) -> list[Decimal]:
+    """Round `values` to cents so that they add up exactly to `total` rounded to the cent.
+
+    `total` defaults to the exact sum of `values`. Each value is floored to the cent, then the cents left
+    over go to the largest remainders (ties to the earlier row), as invoices apportion. With every value
+    non-negative, each printed value is within one cent of the exact one.
+    """
+    exact = [to_decimal(v) for v in values]
+    target = cents(sum(exact, ZERO) if total is None else total)
+    floors = [v.quantize(CENT, rounding=ROUND_FLOOR) for v in exact]
+    left = int((target - sum(floors, ZERO)) / CENT)
+    order = sorted(range(len(exact)), key=lambda i: (-(exact[i] - floors[i]), i))
+    out = list(floors)
+    if not order:
+        return out
+    step = CENT if left >= 0 else -CENT
+    for k in range(abs(left)):
+        i = order[k % len(order)] if left >= 0 else order[-1 - k % len(order)]
+        out[i] += step
+    return out
