@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from static/, no CDN
+    "axes",
     "apps.common",
     "apps.inventory",
     "apps.accounts",
@@ -55,6 +57,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last: locks out repeated failed sign-ins (login page and admin).
+    "axes.middleware.AxesMiddleware",
+]
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out username or address before checking
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "gpufinops.urls"
@@ -111,6 +121,8 @@ LOGOUT_REDIRECT_URL = "/"
 
 # ---- Security (HTTPS settings follow the environment; see `check --deploy`) ----
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", not DEBUG)
+# Probes and Prometheus scrape the pod over plain HTTP inside the cluster: never redirected.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
@@ -119,6 +131,34 @@ SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", not DEBUG)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): scripts, styles, images only from this origin. Plotly writes style
+# attributes and a <style> element at run time, hence 'unsafe-inline' for styles (never for scripts).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
+
+# ---- Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT failures for a username or from an address,
+# sign-in is refused for AXES_COOLOFF_TIME hours, however right the password. `manage.py axes_reset_username
+# USERNAME` (or `axes_reset`) unlocks early.
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = envfloat("AXES_COOLOFF_TIME_HOURS", 1.0)
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", 0)
 if envbool("USE_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -175,6 +215,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "GPU-hour ledger, cost, fragmentation and queue quota. Numbers are defined in docs/numbers.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {"SignalEnum": "apps.usage.activity.SIGNALS"},
+    # Swagger UI and ReDoc from the installed sidecar package (static files): no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # ---- Caches (throttling); Redis when configured ----
@@ -183,7 +228,10 @@ CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        # In-process fallback, bounded: at most this many entries (and answers over
+        # GPUFINOPS_API_CACHE_MAX_BYTES are never cached), so memory cannot grow with requests.
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+              "OPTIONS": {"MAX_ENTRIES": envint("LOCMEM_CACHE_MAX_ENTRIES", 100)}}
     )
 }
 
@@ -202,6 +250,8 @@ GPUFINOPS_NODE_GROUP_LABELS = envlist(
 GPUFINOPS_MIG_WEIGHT_BY_MEMORY = envbool("GPUFINOPS_MIG_WEIGHT_BY_MEMORY", False)
 GPUFINOPS_IDLE_THRESHOLD = envfloat("GPUFINOPS_IDLE_THRESHOLD", 0.01)
 GPUFINOPS_IDLE_MIN_HOURS = envint("GPUFINOPS_IDLE_MIN_HOURS", 2)
+# How far back an idle streak is followed (bounded work per page load).
+GPUFINOPS_IDLE_LOOKBACK_HOURS = envint("GPUFINOPS_IDLE_LOOKBACK_HOURS", 168)
 GPUFINOPS_BUCKET_LEASE_SECONDS = envint("GPUFINOPS_BUCKET_LEASE_SECONDS", 600)
 # How far back a cluster's first collection reaches (then it resumes after the last final bucket).
 GPUFINOPS_FIRST_RUN_HOURS = envint("GPUFINOPS_FIRST_RUN_HOURS", 24)
@@ -217,6 +267,18 @@ GPUFINOPS_DEFAULT_SIGNAL = envstr("GPUFINOPS_DEFAULT_SIGNAL", "sm_active")
 GPUFINOPS_API_MAX_RANGE_DAYS = envint("GPUFINOPS_API_MAX_RANGE_DAYS", 400)
 # Usage answers are cached until the ledger changes (keyed by its version), at most this long; 0 = off.
 GPUFINOPS_API_CACHE_SECONDS = envint("GPUFINOPS_API_CACHE_SECONDS", 300)
+GPUFINOPS_API_CACHE_MAX_BYTES = envint("GPUFINOPS_API_CACHE_MAX_BYTES", 1_000_000)
+# Bounded work per request: at most this many result rows per usage answer, hour-level answers (group_by
+# hour, or ranges not on whole days) over at most this many days; team members' history ranges likewise.
+GPUFINOPS_API_MAX_ROWS = envint("GPUFINOPS_API_MAX_ROWS", 20_000)
+GPUFINOPS_API_MAX_HOURLY_DAYS = envint("GPUFINOPS_API_MAX_HOURLY_DAYS", 31)
+GPUFINOPS_API_MEMBER_HISTORY_DAYS = envint("GPUFINOPS_API_MEMBER_HISTORY_DAYS", 31)
+GPUFINOPS_API_MAX_HISTORY_DAYS = envint("GPUFINOPS_API_MAX_HISTORY_DAYS", 93)
+# API tokens: default and longest lifetime.
+GPUFINOPS_API_TOKEN_DAYS = envint("GPUFINOPS_API_TOKEN_DAYS", 90)
+GPUFINOPS_API_TOKEN_MAX_DAYS = envint("GPUFINOPS_API_TOKEN_MAX_DAYS", 365)
+# Fernet key(s) encrypting cluster credentials at rest, newest first (apps/common/secrets.py).
+GPUFINOPS_SECRETS_KEY = envsecret("GPUFINOPS_SECRETS_KEY", "")
 GPUFINOPS_PROMETHEUS_TIMEOUT = envfloat("GPUFINOPS_PROMETHEUS_TIMEOUT", 30.0)
 GPUFINOPS_KUBERNETES_TIMEOUT = envfloat("GPUFINOPS_KUBERNETES_TIMEOUT", 30.0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 FINANCE_GROUP = "finance"
@@ -21,3 +22,11 @@ def visible_team_names(user: AbstractBaseUser | AnonymousUser) -> set[str] | Non
     if not user.is_authenticated:
         return set()
     return set(user.teams.values_list("name", flat=True))
+
+
+def history_days(user: AbstractBaseUser | AnonymousUser) -> int:
+    """The longest range of snapshot history (fragmentation, pending counts) one request may ask for: team
+    members get `GPUFINOPS_API_MEMBER_HISTORY_DAYS`, callers who see every team `GPUFINOPS_API_MAX_HISTORY_DAYS`."""
+    if sees_all_teams(user):
+        return settings.GPUFINOPS_API_MAX_HISTORY_DAYS
+    return min(settings.GPUFINOPS_API_MEMBER_HISTORY_DAYS, settings.GPUFINOPS_API_MAX_HISTORY_DAYS)

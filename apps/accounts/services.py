@@ -1,4 +1,4 @@
-"""Writes for accounts: issuing API tokens and granting team membership."""
+"""Writes for accounts: issuing and revoking API tokens, people, and team membership."""
 
 from __future__ import annotations
 
@@ -6,27 +6,32 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.models import ApiToken
+from apps.accounts.selectors import FINANCE_GROUP
 from apps.accounts.tokens import PREFIX_LENGTH, new_token, token_digest
 from apps.inventory.models import Team
-
-DEFAULT_TOKEN_DAYS = 90
+from apps.inventory.teams import is_valid_team_name
 
 
 def create_api_token(user: AbstractBaseUser, expires_days: int | None = None) -> str:
-    """Issues a token for `user`, valid `expires_days` days (default `GPUFINOPS_API_TOKEN_DAYS`, 90).
+    """Issues a token for `user`, valid `expires_days` days (default `GPUFINOPS_API_TOKEN_DAYS`, at most
+    `GPUFINOPS_API_TOKEN_MAX_DAYS`).
 
     Returns the plain token; only its SHA-256 digest is stored, so it cannot be shown again.
     """
+    longest = settings.GPUFINOPS_API_TOKEN_MAX_DAYS
     if expires_days is None:
-        expires_days = getattr(settings, "GPUFINOPS_API_TOKEN_DAYS", DEFAULT_TOKEN_DAYS)
-    if expires_days < 1:
-        raise ValidationError({"expires_days": ["Must be at least 1 day."]})
+        expires_days = min(settings.GPUFINOPS_API_TOKEN_DAYS, longest)
+    if not 1 <= expires_days <= longest:
+        message = f"Must be between 1 and {longest} days (GPUFINOPS_API_TOKEN_MAX_DAYS)."
+        raise ValidationError({"expires_days": [message]})
     token = new_token()
     ApiToken.objects.create(
         user=user,
@@ -37,21 +42,73 @@ def create_api_token(user: AbstractBaseUser, expires_days: int | None = None) ->
     return token
 
 
-@transaction.atomic
-def add_team_member(team_name: str, username: str) -> Team:
-    """Makes `username` a member of team `team_name`, creating the team row when labels named it first.
+def revoke_api_tokens(user: AbstractBaseUser, *, prefix: str | None = None) -> int:
+    """Deletes the user's tokens (all, or the one(s) starting with `prefix`); returns how many."""
+    tokens = ApiToken.objects.filter(user=user)
+    if prefix is not None:
+        if len(prefix) < 6:
+            raise ValidationError({"prefix": ["Give at least 6 characters of the token (e.g. gfo_Ab)."]})
+        tokens = tokens.filter(prefix__startswith=prefix[:PREFIX_LENGTH])
+    return tokens.delete()[0]
 
-    Teams are named by pod and namespace labels, so a team can have hours before anyone created
-    its row; granting access must not wait for that.
-    """
+
+def get_user(username: str) -> AbstractBaseUser:
     user_model = get_user_model()
     try:
-        user = user_model.objects.get(**{user_model.USERNAME_FIELD: username})
+        return user_model.objects.get(**{user_model.USERNAME_FIELD: username})
     except user_model.DoesNotExist as exc:
         raise ValidationError({"username": [f"No user named {username!r}."]}) from exc
+
+
+def _team(team_name: str, *, create: bool) -> Team:
     team_name = team_name.strip()
-    if not team_name or len(team_name) > Team._meta.get_field("name").max_length:
-        raise ValidationError({"team": ["A team name is 1 to 100 characters."]})
-    team, _ = Team.objects.get_or_create(name=team_name)
+    if not is_valid_team_name(team_name):
+        raise ValidationError({"team": [f"{team_name[:80]!r} is not a valid team name (a Kubernetes label value)."]})
+    team = Team.objects.filter(name=team_name).first()
+    if team is None:
+        if not create:
+            raise ValidationError({"team": [f"No team named {team_name!r} (add --create to create it)."]})
+        team = Team.objects.create(name=team_name)
+    return team
+
+
+@transaction.atomic
+def add_team_member(team_name: str, username: str, *, create: bool = False) -> Team:
+    """Makes `username` a member of team `team_name`.
+
+    An unknown team is refused unless `create` (teams normally appear when labels name them, so a typo
+    must not silently create an empty team that grants nothing).
+    """
+    user = get_user(username)
+    team = _team(team_name, create=create)
     team.members.add(user)
     return team
+
+
+@transaction.atomic
+def add_user(
+    username: str, *, password: str | None, email: str = "", teams: list[str] = (), finance: bool = False,
+    staff: bool = False,
+) -> AbstractBaseUser:
+    """Creates or updates a person: password (when given), e-mail, team memberships (existing teams only),
+    the `finance` group (sees every team) and staff (sees every team, and the admin)."""
+    user_model = get_user_model()
+    if not username or len(username) > 150:
+        raise ValidationError({"username": ["A username is 1 to 150 characters."]})
+    if email:
+        validate_email(email)
+    found = [_team(t, create=False) for t in teams]
+    user, _ = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})
+    if password:
+        validate_password(password, user)
+        user.set_password(password)
+    elif not user.has_usable_password() and not user.password:
+        user.set_unusable_password()
+    user.email = email or user.email
+    user.is_staff = staff or user.is_staff
+    user.save()
+    for team in found:
+        team.members.add(user)
+    if finance:
+        user.groups.add(Group.objects.get_or_create(name=FINANCE_GROUP)[0])
+    return user

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.common.constants import DEV_SECRET_KEY, MIN_SECRET_KEY_LENGTH, MISSING_SECRET_PREFIX
@@ -58,3 +58,20 @@ def check_production_secret_key(app_configs, **kwargs):
         )
     ]
 
+
+
+@register(Tags.security, deploy=True)
+def check_secrets_key(app_configs, **kwargs):
+    """Warning (deploy) when cluster credentials are encrypted with a key derived from SECRET_KEY."""
+    from apps.common.secrets import using_derived_key
+
+    if settings.DEBUG or not using_derived_key():
+        return []
+    return [
+        Warning(
+            "GPUFINOPS_SECRETS_KEY is not set: cluster credentials are encrypted with a key derived from SECRET_KEY.",
+            hint="Set GPUFINOPS_SECRETS_KEY (or GPUFINOPS_SECRETS_KEY_FILE) to `manage.py rotate_secrets --new-key`, "
+            "so rotating SECRET_KEY does not make stored credentials unreadable.",
+            id="gpufinops.W001",
+        )
+    ]

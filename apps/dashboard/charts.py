@@ -5,6 +5,7 @@ Kept free of Django and queries so each chart can be tested with plain lists.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -25,6 +26,12 @@ def _json(fig: go.Figure) -> str:
     return fig.to_json()
 
 
+def label(text: object) -> str:
+    """A tenant-written name as chart text. Plotly renders a subset of HTML in labels, legends and hover text
+    (`<a href>` becomes a link): entities keep `<`, `>` and `&` plain text, shown as written, never markup."""
+    return html.escape(str(text), quote=False)
+
+
 def daily_activity(rows: Iterable[Mapping[str, Any]]) -> str:
     """Stacked bars per day: working, idle and unmeasured GPU-hours (they add up to allocated)."""
     rows = list(rows)
@@ -38,7 +45,7 @@ def daily_activity(rows: Iterable[Mapping[str, Any]]) -> str:
 def team_split(rows: Iterable[Mapping[str, Any]]) -> str:
     """Horizontal stacked bars per team, largest allocation on top."""
     rows = sorted(rows, key=lambda r: r["allocated_gpu_hours"])
-    teams = [r["team"] for r in rows]
+    teams = [label(r["team"]) for r in rows]
     fig = go.Figure(layout={**LAYOUT, "height": max(240, 28 * len(rows) + 90), "xaxis": {"title": "GPU-hours"}})
     for kind in ("working", "idle", "unmeasured"):
         fig.add_bar(name=kind, y=teams, x=[r[f"{kind}_gpu_hours"] for r in rows], orientation="h",
@@ -50,7 +57,7 @@ def free_over_time(rows: Iterable[Any]) -> str:
     """Per node group: free GPUs and the largest free block over time (the gap is fragmentation)."""
     series: dict[str, dict[str, list]] = {}
     for r in rows:
-        s = series.setdefault(f"{r.cluster.name}/{r.node_group}", {"t": [], "free": [], "block": []})
+        s = series.setdefault(label(f"{r.cluster.name}/{r.node_group}"), {"t": [], "free": [], "block": []})
         s["t"].append(r.taken_at.isoformat())
         s["free"].append(r.free_gpus)
         s["block"].append(r.largest_free_block)

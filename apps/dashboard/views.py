@@ -36,9 +36,12 @@ def _period(request: HttpRequest) -> tuple[datetime, datetime, int]:
 
 def overview(request: HttpRequest) -> HttpResponse:
     """The landing page: the period's GPU-hours and cost for the teams the user sees, or how to start."""
-    clusters = list(Cluster.objects.all()) if request.user.is_authenticated else []
+    if not request.user.is_authenticated:
+        return render(request, "dashboard/overview.html", {})  # nothing about the installation before sign-in
+    # Clusters are infrastructure: staff see how they are reached (never a credential), nobody else does.
+    clusters = list(Cluster.objects.all()) if request.user.is_staff else []
     context: dict = {"cluster_count": Cluster.objects.count(), "clusters": clusters, "periods": list(PERIODS)}
-    if request.user.is_authenticated and context["cluster_count"]:
+    if context["cluster_count"]:
         start, end, days = _period(request)
         teams = visible_team_names(request.user)
         by_day = usage_report(start=start, end=end, group_by=["day"], visible_teams=teams)
@@ -131,9 +134,13 @@ def broker_status() -> str:
 
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Database and broker status as JSON: 200 while the database answers, 503 when it does not."""
+    """Status as JSON: 200 while the database answers, 503 when it does not; details (database and broker
+    status with their errors) only for staff. Probes need no sign-in and learn nothing more than the word."""
     database = database_status()
     broker = broker_status()
     healthy = database == "ok" and not broker.startswith("error")
-    body = {"database": database, "broker": broker, "status": "ok" if healthy else "degraded"}
+    body = {"status": "ok" if healthy else "degraded"}
+    if request.user.is_authenticated and request.user.is_staff:
+        # Addresses and error texts help an operator and an attacker alike: staff only.
+        body.update(database=database, broker=broker)
     return JsonResponse(body, status=200 if database == "ok" else 503)

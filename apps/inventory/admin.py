@@ -9,37 +9,47 @@ from apps.inventory.models import Cluster, GpuPrice, NamespaceTeam, Node, NodeGr
 
 
 class ClusterForm(forms.ModelForm):
-    """Keeps the Prometheus credential out of the page: blank leaves the stored value unchanged."""
+    """The Prometheus credential is write-only: never rendered, stored encrypted, blank keeps the stored one."""
 
-    prometheus_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
-
+    prometheus_url = forms.URLField(max_length=500, required=False, assume_scheme="https",
+                                    help_text="Credentials in the URL (user:password@) are moved to the "
+                                              "encrypted credential and never shown again.")
     prometheus_auth = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text='Bearer token or "user:password"; leave blank to keep the stored value.',
+        help_text='Bearer token or "user:password"; stored encrypted; leave blank to keep the stored value.',
     )
+    clear_prometheus_auth = forms.BooleanField(required=False, help_text="Remove the stored credential.")
 
     class Meta:
         model = Cluster
         fields = [
-            "name", "source", "prometheus_url", "prometheus_auth", "prometheus_verify_tls", "kubeconfig_path",
+            "name", "source", "prometheus_url", "prometheus_verify_tls", "prometheus_auth_file", "kubeconfig_path",
             "kube_context", "in_cluster", "metric_names",
         ]
 
-    def clean_prometheus_auth(self) -> str:
-        value = self.cleaned_data.get("prometheus_auth") or ""
-        if not value and self.instance.pk:
-            return self.instance.prometheus_auth
-        return value
+    def save(self, commit: bool = True) -> Cluster:
+        cluster = super().save(commit=False)
+        if self.cleaned_data.get("clear_prometheus_auth"):
+            cluster.prometheus_auth = ""
+        elif self.cleaned_data.get("prometheus_auth"):
+            cluster.prometheus_auth = self.cleaned_data["prometheus_auth"]
+        if commit:
+            cluster.save()
+        return cluster
 
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
-    list_display = ["name", "source", "prometheus_url", "in_cluster", "kube_context", "created_at"]
+    list_display = ["name", "source", "prometheus_url", "credential", "in_cluster", "kube_context", "created_at"]
     list_filter = ["source", "in_cluster"]
     search_fields = ["name", "prometheus_url"]
     readonly_fields = ["created_at"]
+
+    @admin.display(boolean=True, description="credential")
+    def credential(self, cluster: Cluster) -> bool:
+        return cluster.has_prometheus_auth
 
 
 @admin.register(NodeGroup)

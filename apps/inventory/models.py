@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import unquote, urlsplit, urlunsplit
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from apps.common import secrets
 
 
 class Cluster(models.Model):
@@ -15,9 +20,12 @@ class Cluster(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.KUBERNETES)
+    # Never holds credentials: `user:password@` is moved out of a URL into the encrypted field on save.
     prometheus_url = models.URLField(max_length=500, blank=True)
-    # Bearer token or "user:password" for basic auth; empty for none.
-    prometheus_auth = models.CharField(max_length=500, blank=True)
+    # Bearer token or "user:password" for basic auth, encrypted (apps/common/secrets.py); read it through
+    # `prometheus_auth`. Or a file holding it (a mounted Kubernetes Secret), read at collection time.
+    prometheus_auth_encrypted = models.TextField(blank=True, editable=False)
+    prometheus_auth_file = models.CharField(max_length=500, blank=True)
     prometheus_verify_tls = models.BooleanField(default=True)
     kubeconfig_path = models.CharField(max_length=500, blank=True)
     kube_context = models.CharField(max_length=200, blank=True)
@@ -31,6 +39,38 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        url, userinfo = split_userinfo(self.prometheus_url)
+        if userinfo:
+            self.prometheus_url, self.prometheus_auth = url, userinfo
+        super().save(*args, **kwargs)
+
+    @property
+    def prometheus_auth(self) -> str:
+        """The credential in clear, for the collector only: from the file when one is named, else decrypted."""
+        if self.prometheus_auth_file:
+            with open(self.prometheus_auth_file, encoding="utf-8") as fh:
+                return fh.read().strip()
+        return secrets.decrypt(self.prometheus_auth_encrypted)
+
+    @prometheus_auth.setter
+    def prometheus_auth(self, value: str) -> None:
+        self.prometheus_auth_encrypted = secrets.encrypt(value)
+
+    @property
+    def has_prometheus_auth(self) -> bool:
+        return bool(self.prometheus_auth_encrypted or self.prometheus_auth_file)
+
+def split_userinfo(url: str) -> tuple[str, str]:
+    """`https://user:pass@host/x` -> (`https://host/x`, `user:pass`); URLs keep no credentials."""
+    parts = urlsplit(url or "")
+    if not parts.username and not parts.password:
+        return url, ""
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    userinfo = unquote(parts.username or "") + (":" + unquote(parts.password) if parts.password is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), userinfo
 
 
 class NodeGroup(models.Model):
@@ -74,10 +114,19 @@ class Node(models.Model):
         return self.name
 
 
+def validate_team_name(value: str) -> None:
+    """Team names are Kubernetes label values (labels name teams): at most 63 characters, alphanumerics,
+    `-`, `_`, `.`, beginning and ending with an alphanumeric."""
+    from apps.inventory.teams import is_valid_team_name  # teams.py reads these models: imported at call time
+
+    if not is_valid_team_name(value):
+        raise ValidationError("A team name is a Kubernetes label value: up to 63 letters, digits, '-', '_', '.'.")
+
+
 class Team(models.Model):
     """Who pays. Names are what labels carry; `unassigned` collects hours without a team."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[validate_team_name])
     display_name = models.CharField(max_length=200, blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="teams")
 

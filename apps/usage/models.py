@@ -141,6 +141,7 @@ class PodHour(SignalColumns):
         indexes = [
             models.Index(fields=["cluster", "hour"]),
             models.Index(fields=["team", "hour"]),
+            models.Index(fields=["cluster", "pod_uid", "hour"], name="podhour_pod_history"),
         ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import pickle
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -89,6 +90,14 @@ def _team_filter(visible_teams: set[str] | None, team: str | None) -> Q:
     return q
 
 
+class TooLarge(ValueError):
+    """The answer asked for would exceed a bound on work per request; `param` names what to change."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 @dataclass(frozen=True)
 class UsageReport:
     """What ``/api/v1/usage/`` answers, before rendering."""
@@ -162,7 +171,10 @@ def usage_report(
     report = cache.get(key)
     if report is None:
         report = compute_usage_report(**args)
-        cache.set(key, report, ttl)
+        # Only answers of bounded size are kept: the cache (Redis, or a capped in-process one) never grows by
+        # what a caller asks for.
+        if len(pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)) <= settings.GPUFINOPS_API_CACHE_MAX_BYTES:
+            cache.set(key, report, ttl)
     return report
 
 
@@ -189,6 +201,13 @@ def compute_usage_report(
         raise ValueError(f"unknown group_by keys {sorted(unknown)}")
 
     by_day = is_whole_day_range(start, end) and "hour" not in group_by
+    limit = settings.GPUFINOPS_API_MAX_HOURLY_DAYS
+    if not by_day and end - start > timedelta(days=limit):
+        raise TooLarge(
+            "group_by" if "hour" in group_by else "end",
+            f"Hour-level answers (group_by=hour, or start/end not at midnight UTC) cover at most {limit} days; "
+            "narrow start/end, or use whole days and group by day.",
+        )
     if by_day:
         qs: QuerySet = UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date())
     else:
@@ -219,7 +238,13 @@ def compute_usage_report(
             _unpriced=Sum("unpriced_gpu_hours"),
         )
         .order_by(*columns)
-    )
+    )[: settings.GPUFINOPS_API_MAX_ROWS + 1]
+    if len(rows) > settings.GPUFINOPS_API_MAX_ROWS:
+        raise TooLarge(
+            "group_by",
+            f"More than {settings.GPUFINOPS_API_MAX_ROWS} rows: group by fewer keys, filter (team, cluster) or "
+            "narrow start/end.",
+        )
     cluster_names = dict(Cluster.objects.values_list("id", "name")) if "cluster" in group_by else {}
 
     results: list[dict[str, Any]] = []
@@ -354,6 +379,9 @@ def idle_allocation_list(
 
     found: list[dict[str, Any]] = []
     for cluster_id, latest in sorted(latest_buckets(cluster).items()):
+        # Bounded work: a streak is followed back at most GPUFINOPS_IDLE_LOOKBACK_HOURS (then "idle since" is
+        # the start of that window), so one page load never reads a pod's whole history.
+        oldest = latest - timedelta(hours=settings.GPUFINOPS_IDLE_LOOKBACK_HOURS)
         # Candidates: pods in the latest bucket that were idle in it (the cheap, indexed filter).
         current = list(
             PodHour.objects.filter(team_q, cluster_id=cluster_id, hour=latest).values(
@@ -372,7 +400,9 @@ def idle_allocation_list(
         uids = sorted(candidates)
         for i in range(0, len(uids), CHUNK):
             for uid, *figures in (
-                PodHour.objects.filter(cluster_id=cluster_id, pod_uid__in=uids[i : i + CHUNK], hour__lte=latest)
+                PodHour.objects.filter(
+                    cluster_id=cluster_id, pod_uid__in=uids[i : i + CHUNK], hour__lte=latest, hour__gt=oldest
+                )
                 .order_by("pod_uid", "-hour")
                 .values_list("pod_uid", "hour", working_col, idle_col, "allocated_gpu_hours", "cost", idle_cost_col)
             ):

@@ -88,7 +88,7 @@ def test_it_stores_tokens_hashed(db):
 def test_it_accepts_a_browser_session(ledger):
     User.objects.create_user("browser", password="pw", is_staff=True)
     client = APIClient()
-    assert client.login(username="browser", password="pw")
+    assert client.post("/accounts/login/", {"username": "browser", "password": "pw"}).status_code == 302
     assert client.get("/api/v1/usage/?start=2026-11-23&end=2026-11-24").status_code == 200
 
 
@@ -101,18 +101,60 @@ def test_it_prints_only_the_token_from_create_api_token(db):
     assert ApiToken.objects.get().digest == hashlib.sha256(token.encode()).hexdigest()
 
 
-@pytest.mark.parametrize("args", [["nobody"], ["cli", "--expires-days", "0"]])
-def test_it_fails_create_api_token_with_a_reason(db, args):
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["nobody"], "no user"),
+        (["cli", "--expires-days", "0"], "between 1 and 365"),
+        (["cli", "--expires-days", "-5"], "between 1 and 365"),
+        (["cli", "--expires-days", "99999999"], "between 1 and 365"),  # was a traceback (date overflow)
+        (["cli", "--expires-days", "366"], "between 1 and 365"),
+    ],
+)
+def test_it_fails_create_api_token_with_a_reason(db, args, reason):
     User.objects.create_user("cli")
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match=reason):
         call_command("create_api_token", *args, stdout=StringIO())
+    assert not ApiToken.objects.exists()
 
 
-def test_it_adds_a_team_member_creating_the_team_if_needed(db):
+def test_it_revokes_tokens_by_prefix_or_all(db):
+    user = User.objects.create_user("cli")
+    first, second = create_api_token(user, 7), create_api_token(user, 7)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {first}")
+    assert client.get("/api/v1/teams/").status_code == 200
+    call_command("revoke_api_token", "cli", "--prefix", first[:12], stdout=StringIO())
+    assert client.get("/api/v1/teams/").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Token {second}")
+    assert client.get("/api/v1/teams/").status_code == 200
+    call_command("revoke_api_token", "cli", "--all", stdout=StringIO())
+    assert client.get("/api/v1/teams/").status_code == 401
+    with pytest.raises(CommandError, match="no matching token"):
+        call_command("revoke_api_token", "cli", "--all", stdout=StringIO())
+
+
+def test_it_adds_a_team_member_to_existing_teams_only_unless_asked_to_create(db):
     user = User.objects.create_user("lead")
-    call_command("add_team_member", "robotics", "lead", stdout=StringIO())
+    with pytest.raises(CommandError, match="No team named 'robotics'"):
+        call_command("add_team_member", "robotics", "lead", stdout=StringIO())
+    call_command("add_team_member", "robotics", "lead", "--create", stdout=StringIO())
     assert list(Team.objects.get(name="robotics").members.all()) == [user]
     add_team_member("robotics", "lead")  # idempotent
     assert Team.objects.get(name="robotics").members.count() == 1
     with pytest.raises(CommandError):
         call_command("add_team_member", "robotics", "nobody", stdout=StringIO())
+    with pytest.raises(CommandError, match="not a valid team name"):
+        call_command("add_team_member", "<b>x</b>", "lead", "--create", stdout=StringIO())
+
+
+def test_it_adds_a_person_with_teams_and_finance(db, monkeypatch):
+    Team.objects.create(name="vision")
+    monkeypatch.setenv("GPUFINOPS_PASSWORD", "a-long-enough-pass-8271")
+    call_command("add_user", "fin", "--email", "fin@example.com", "--finance", stdout=StringIO())
+    call_command("add_user", "lead", "--team", "vision", stdout=StringIO())
+    fin, lead = User.objects.get(username="fin"), User.objects.get(username="lead")
+    assert fin.check_password("a-long-enough-pass-8271") and fin.groups.filter(name="finance").exists()
+    assert list(lead.teams.values_list("name", flat=True)) == ["vision"]
+    with pytest.raises(CommandError, match="No team named 'nope'"):
+        call_command("add_user", "x", "--team", "nope", stdout=StringIO())

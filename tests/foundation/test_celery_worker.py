@@ -28,7 +28,8 @@ def test_it_executes_a_task_in_a_real_worker_through_redis(celery_worker_proc, r
     assert ping.hostname == celery_worker_proc.hostname
 
 
-def test_it_reports_the_broker_ok_in_healthz(celery_broker, client, db):
+def test_it_reports_the_broker_ok_in_healthz(celery_broker, client, db, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ops", is_staff=True))
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"database": "ok", "broker": "ok", "status": "ok"}

@@ -45,5 +45,8 @@ def test_it_shows_the_operator_the_check_when_the_secret_is_missing(tmp_path):
 def test_it_passes_check_deploy_with_a_production_configuration(tmp_path):
     env = clean_env(tmp_path, DEBUG="0", SECRET_KEY=PRODUCTION_SECRET, ALLOWED_HOSTS="gpufinops.example.com")
     result = manage(["check", "--deploy", "--fail-level", "WARNING"], env)
+    assert result.returncode != 0 and "gpufinops.W001" in result.stdout + result.stderr  # no secrets key yet
+    env["GPUFINOPS_SECRETS_KEY"] = "Vv5a0Yf3Wn3Y0yWmZr8dq9v3k3JmL3qz6oX5l3uK7Wc="
+    result = manage(["check", "--deploy", "--fail-level", "WARNING"], env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout

@@ -61,3 +61,19 @@ def test_it_points_app_services_at_the_compose_postgres_and_redis():
     env = services["web"]["environment"]
     assert "@postgres:5432/" in env["DATABASE_URL"] and "//redis:6379" in env["CELERY_BROKER_URL"]
     assert services["web"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+
+
+def test_it_keeps_secrets_out_of_the_file_and_tls_on_by_default():
+    text = (REPO_ROOT / "docker-compose.yml").read_text()
+    services = load_compose()["services"]
+    env = services["web"]["environment"]
+    assert services["web"]["env_file"] == ".env"
+    assert "gpufinops:gpufinops@" not in text and "POSTGRES_PASSWORD: gpufinops" not in text
+    assert env["SECRET_KEY"].startswith("${SECRET_KEY:?") and env["GPUFINOPS_SECRETS_KEY"].startswith("${")
+    for name, default in [("SECURE_SSL_REDIRECT", "1"), ("SESSION_COOKIE_SECURE", "1"), ("CSRF_COOKIE_SECURE", "1"),
+                          ("SECURE_HSTS_SECONDS", "31536000")]:
+        assert env[name] == f"${{{name}:-{default}}}", name
+    example = (REPO_ROOT / ".env.example").read_text()
+    for name in ("SECRET_KEY=", "GPUFINOPS_SECRETS_KEY=", "POSTGRES_PASSWORD="):
+        assert f"\n{name}\n" in example, name  # present and empty: the operator fills them in
+    assert ".env" in (REPO_ROOT / ".gitignore").read_text().split()

@@ -11,7 +11,8 @@ from apps.inventory.models import Cluster
 
 
 @pytest.mark.django_db
-def test_it_serves_the_overview_with_an_empty_state(client):
+def test_it_serves_the_overview_with_an_empty_state(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ana"))
     response = client.get("/")
     assert response.status_code == 200
     body = response.content.decode()
@@ -25,13 +26,18 @@ def test_it_serves_the_overview_with_an_empty_state(client):
 
 
 @pytest.mark.django_db
-def test_it_lists_clusters_for_signed_in_users(client, django_user_model):
-    Cluster.objects.create(name="prod-a", prometheus_url="http://prometheus:9090")
-    user = django_user_model.objects.create_user("ana", password="pw-123456789")
-    assert "prod-a" not in client.get("/").content.decode()
-    client.force_login(user)
-    body = client.get("/").content.decode()
-    assert "prod-a" in body and "No clusters yet" not in body
+def test_it_lists_clusters_to_staff_only_and_never_their_credentials(client, django_user_model):
+    Cluster.objects.create(name="prod-a", prometheus_url="https://promuser:S3cretPromPass@prometheus:9090")
+    assert Cluster.objects.get().prometheus_url == "https://prometheus:9090"  # the credential left the URL
+    anonymous = client.get("/").content.decode()
+    assert "prod-a" not in anonymous and "cluster" not in anonymous.lower()  # not even a count
+    client.force_login(django_user_model.objects.create_user("ana", password="pw-123456789"))
+    member = client.get("/").content.decode()
+    assert "prod-a" not in member and "prometheus:9090" not in member and "No clusters yet" not in member
+    client.force_login(django_user_model.objects.create_user("ops", password="pw-123456789", is_staff=True))
+    staff = client.get("/").content.decode()
+    assert "prod-a" in staff and "https://prometheus:9090" in staff
+    assert "S3cretPromPass" not in staff and "promuser" not in staff
 
 
 @pytest.mark.django_db
@@ -73,16 +79,19 @@ def test_it_collects_plotly_js_into_static_root(tmp_path, settings):
 
 
 @pytest.mark.django_db
-def test_it_reports_health_without_a_broker(client):
+def test_it_reports_health_without_a_broker(client, django_user_model):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"database": "ok", "broker": "not configured", "status": "ok"}
+    assert response.json() == {"status": "ok"}  # anonymous probes learn the word, nothing else
+    client.force_login(django_user_model.objects.create_user("ops", is_staff=True))
+    assert client.get("/healthz").json() == {"database": "ok", "broker": "not configured", "status": "ok"}
 
 
 @pytest.mark.django_db
-def test_it_reports_a_broken_broker_as_degraded(client):
+def test_it_reports_a_broken_broker_as_degraded(client, django_user_model):
     from gpufinops.celery import app
 
+    client.force_login(django_user_model.objects.create_user("ops", is_staff=True))
     saved = (app.conf.task_always_eager, app.conf.broker_url)
     app.conf.update(task_always_eager=False, broker_url="redis://127.0.0.1:1/0")
     try:
@@ -102,6 +111,4 @@ def test_it_answers_503_when_the_database_is_down(client):
     with mock.patch.object(BaseDatabaseWrapper, "cursor", side_effect=OperationalError("connection refused")):
         response = client.get("/healthz")
     assert response.status_code == 503
-    body = response.json()
-    assert body["status"] == "degraded"
-    assert body["database"].startswith("error: ") and "connection refused" in body["database"]
+    assert response.json() == {"status": "degraded"}  # the error text is not for anonymous visitors

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.selectors import visible_team_names
+from apps.accounts.selectors import history_days, visible_team_names
 from apps.capacity.api.serializers import (
     FragmentationAtSerializer,
     FragmentationRangeSerializer,
@@ -52,7 +52,9 @@ class FragmentationApi(FormatParamMixin, APIView):
         if params.get("start") or params.get("end"):
             if params.get("at"):
                 raise param_error("at", "Give either `at` or `start`/`end`, not both.")
-            start, end = parse_range(params, default_days=1, whole_hours=False, now=_now())
+            start, end = parse_range(
+                params, default_days=1, whole_hours=False, now=_now(), max_days=history_days(request.user)
+            )
             rows = fragmentation_range(start=start, end=end, visible_teams=teams, cluster=cluster)
             return Response(FragmentationRangeSerializer({"start": start, "end": end, "results": rows}).data)
         at = parse_datetime(params, "at", default=_now())
@@ -102,7 +104,9 @@ class PendingCountsApi(FormatParamMixin, APIView):
         now = _now()
         if not params.get("start") and not params.get("end"):
             params = {**params.dict(), "end": now.isoformat()}
-        start, end = parse_range(params, default_days=1, whole_hours=False, now=now)
+        start, end = parse_range(
+            params, default_days=1, whole_hours=False, now=now, max_days=history_days(request.user)
+        )
         rows = pending_counts(
             start=start,
             end=end,

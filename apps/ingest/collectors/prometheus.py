@@ -19,6 +19,7 @@ from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS
 from apps.usage.ledger import SeriesFact
@@ -86,7 +87,10 @@ class PrometheusSource:
         if not cluster.prometheus_url:
             raise PrometheusError(f"cluster {cluster.name} has no Prometheus URL")
         headers: dict[str, str] = {}
-        auth = cluster.prometheus_auth
+        try:
+            auth = cluster.prometheus_auth
+        except (OSError, SecretError) as exc:
+            raise PrometheusError(f"cluster {cluster.name}: Prometheus credential unreadable: {exc}") from exc
         if auth and ":" in auth:
             headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode()
         elif auth:

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
 from apps.common.api import FormatParamMixin, Pagination, paginated
-from apps.common.params import parse_choice, parse_list, parse_range, parse_text
+from apps.common.params import param_error, parse_choice, parse_list, parse_range, parse_text
 from apps.common.serializers import DetailSerializer, ErrorSerializer
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.api.renderers import UsageCSVRenderer
@@ -28,7 +28,7 @@ from apps.usage.api.serializers import (
     UsageResponseSerializer,
 )
 from apps.usage.directory import cluster_get, cluster_list, team_get, team_list
-from apps.usage.selectors import GROUP_KEYS, data_status, idle_allocation_list, usage_report
+from apps.usage.selectors import GROUP_KEYS, TooLarge, data_status, idle_allocation_list, usage_report
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
@@ -74,15 +74,18 @@ class UsageApi(FormatParamMixin, APIView):
     def get(self, request):
         params = request.query_params
         start, end = parse_range(params)
-        report = usage_report(
-            start=start,
-            end=end,
-            group_by=parse_list(params, "group_by", GROUP_KEYS, default=["team"]),
-            signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
-            cluster=parse_text(params, "cluster"),
-            team=parse_text(params, "team"),
-            visible_teams=visible_team_names(request.user),
-        )
+        try:
+            report = usage_report(
+                start=start,
+                end=end,
+                group_by=parse_list(params, "group_by", GROUP_KEYS, default=["team"]),
+                signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
+                cluster=parse_text(params, "cluster"),
+                team=parse_text(params, "team"),
+                visible_teams=visible_team_names(request.user),
+            )
+        except TooLarge as exc:  # bounded work per request: say how to narrow it
+            raise param_error(exc.param, str(exc)) from exc
         response = Response(report.as_dict())
         if request.accepted_renderer.format == "csv":
             response["Content-Disposition"] = f'attachment; filename="usage_{start:%Y%m%dT%H}_{end:%Y%m%dT%H}.csv"'

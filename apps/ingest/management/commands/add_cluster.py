@@ -16,7 +16,14 @@ class Command(BaseCommand):
         parser.add_argument("--kubeconfig", default="", help="kubeconfig path (default: KUBECONFIG, ~/.kube/config)")
         parser.add_argument("--context", default="", help="kubeconfig context")
         parser.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-        parser.add_argument("--prometheus-auth", default="", help="bearer token, or user:password for basic auth")
+        parser.add_argument(
+            "--prometheus-auth", default="",
+            help="bearer token, or user:password for basic auth (stored encrypted; prefer --prometheus-auth-file)",
+        )
+        parser.add_argument(
+            "--prometheus-auth-file", default="",
+            help="a file holding the credential (e.g. a mounted Kubernetes Secret), read at each collection",
+        )
         parser.add_argument(
             "--metric", action="append", default=[], metavar="SIGNAL=METRIC",
             help="override a DCGM metric name, e.g. sm_active=DCGM_FI_PROF_SM_UTIL_RATIO",
@@ -35,16 +42,21 @@ class Command(BaseCommand):
             if not sep or signal not in {"sm_active", "gr_engine_active", "tensor_active", "gpu_util"}:
                 raise CommandError(f"--metric must be SIGNAL=METRIC with a known signal, got {item!r}")
             metrics[signal] = metric
-        cluster, created = Cluster.objects.update_or_create(
-            name=opts["name"],
-            defaults={
-                "source": Cluster.Source.KUBERNETES,
-                "prometheus_url": opts["prometheus_url"].rstrip("/"),
-                "prometheus_auth": opts["prometheus_auth"],
-                "kubeconfig_path": opts["kubeconfig"],
-                "kube_context": opts["context"],
-                "in_cluster": opts["in_cluster"],
-                **({"metric_names": metrics} if metrics else {}),
-            },
-        )
+        cluster = Cluster.objects.filter(name=opts["name"]).first()
+        created = cluster is None
+        cluster = cluster or Cluster(name=opts["name"])
+        cluster.source = Cluster.Source.KUBERNETES
+        cluster.prometheus_url = opts["prometheus_url"].rstrip("/")
+        cluster.prometheus_auth_file = opts["prometheus_auth_file"]
+        if opts["prometheus_auth"]:
+            cluster.prometheus_auth = opts["prometheus_auth"]
+        cluster.kubeconfig_path, cluster.kube_context = opts["kubeconfig"], opts["context"]
+        cluster.in_cluster = opts["in_cluster"]
+        if metrics:
+            cluster.metric_names = metrics
+        try:
+            cluster.full_clean(exclude=["prometheus_url"])
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        cluster.save()
         self.stdout.write(f"{'created' if created else 'updated'} cluster {cluster.name}")
