@@ -6,6 +6,7 @@ import csv
 import hashlib
 import io
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
@@ -22,7 +23,7 @@ from apps.usage.models import Bucket
 START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 END = START + timedelta(days=7)
 NOW = END + timedelta(hours=2)
-NODE = NodeFact("n1", "pool", GpuNode("NVIDIA-H100-80GB-HBM3", 8, "none", 7), 3600.0, False, 4.0)
+NODE = NodeFact("n1", "pool", GpuNode("NVIDIA-H100-80GB-HBM3", 8, "none", 7), 3600.0, False, Decimal("4.00"))
 
 
 def fill_week(cluster: Cluster) -> None:
