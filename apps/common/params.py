@@ -201,3 +201,21 @@ def parse_int(
     if max_value is not None and value > max_value:
         raise param_error(name, f"Must be at most {max_value}.")
     return value
+
+
+def parse_text_list(params: Mapping[str, str], name: str, *, max_values: int = 50) -> list[str]:
+    """A repeatable free-text filter (`?team=a&team=b`, or `?team=a,b`): each value checked as `parse_text`."""
+    getlist = getattr(params, "getlist", None)
+    raw = getlist(name) if getlist else ([params[name]] if name in params else [])
+    values: list[str] = []
+    for item in raw:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            value = parse_text({name: part}, name)
+            if value is not None and value not in values:
+                values.append(value)
+    if len(values) > max_values:
+        raise param_error(name, f"At most {max_values} values.")
+    return values

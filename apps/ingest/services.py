@@ -29,6 +29,8 @@ from apps.ingest.collectors.prometheus import PrometheusError, PrometheusSource
 from apps.inventory import services as inventory
 from apps.inventory.models import Cluster
 from apps.inventory.observations import ClusterSnapshot
+from apps.monitoring import services as monitoring
+from apps.monitoring.logs import log_context
 from apps.queues import services as queues
 from apps.usage import services as ledger
 from apps.usage.models import Bucket
@@ -83,6 +85,7 @@ def record_side_snapshots(cluster: Cluster, snap: ClusterSnapshot) -> None:
         log.exception("queue snapshot failed for %s", cluster.name)
 
 
+@monitoring.collection_run  # records the run for /metrics; log lines of the run carry `cluster` (and `bucket`)
 def collect_cluster(
     cluster: Cluster,
     hours: list[datetime] | None = None,
@@ -118,10 +121,11 @@ def collect_cluster(
         report.failed.update(dict.fromkeys(hours, str(exc)))
         return report
     for i, h in enumerate(hours, 1):
-        outcome = ledger.collect_bucket(
-            cluster, h, now=now, source=source, namespace_labels=snap.namespace_labels, owner=owner,
-            accept_loss=accept_loss,
-        )
+        with log_context(bucket=h.isoformat()):
+            outcome = ledger.collect_bucket(
+                cluster, h, now=now, source=source, namespace_labels=snap.namespace_labels, owner=owner,
+                accept_loss=accept_loss,
+            )
         if outcome.state == "written":
             report.written.append(h)
         elif outcome.state == "skipped":

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from apps.inventory.workloads import workload_of
+
 # ---- Kubernetes core objects ----
 
 
@@ -53,6 +55,7 @@ class PodInfo:
     conditions: dict[str, str] = field(default_factory=dict)  # type -> status (e.g. PodScheduled: False)
     scheduling_message: str = ""
     node_selector: dict[str, str] = field(default_factory=dict)
+    owner: tuple[str, str] | None = None  # (kind, name) of its controller (ownerReferences, controller: true)
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,13 @@ class ClusterSnapshot:
     namespaces: tuple[NamespaceInfo, ...]
     kueue: KueueObjects | None = None
     kueue_error: str = ""
+    # (namespace, kind, name) -> (kind, name) of that ReplicaSet's or Job's controller, to climb owner chains.
+    owners: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
+    owners_error: str = ""  # why ReplicaSets/Jobs could not be listed (workloads then stop at them)
+
+    def workload_of(self, pod: PodInfo) -> str:
+        """The pod's workload, `Kind/name` (apps/inventory/workloads.py)."""
+        return workload_of(pod.namespace, pod.name, pod.owner, pod.labels, self.owners)
 
     @property
     def namespace_labels(self) -> dict[str, dict[str, str]]:

@@ -20,6 +20,7 @@ from apps.inventory.models import Cluster, Node
 from apps.inventory.observations import KUEUE_CLUSTER_QUEUE_LABEL, KUEUE_QUEUE_LABEL, ContainerRequest
 from apps.inventory.selectors import price_for
 from apps.inventory.teams import TeamChoice, TeamRule
+from apps.inventory.workloads import WORKLOAD_LABELS, OwnerMap, workload_of
 from apps.usage.ledger import BucketInputs, NodeFact, PodFact
 from apps.usage.models import PodObservation
 from apps.usage.sources import HISTORY_STEP_SECONDS, MetricsSource, NodeHistory, PodHistory
@@ -29,7 +30,8 @@ EDGE_TOLERANCE = timedelta(seconds=2 * HISTORY_STEP_SECONDS)
 
 
 def pod_label_keys() -> tuple[str, ...]:
-    return (settings.GPUFINOPS_TEAM_LABEL, KUEUE_CLUSTER_QUEUE_LABEL, KUEUE_QUEUE_LABEL)
+    """The pod labels the ledger reads: team, Kueue queues, and the operator labels that name workloads."""
+    return (settings.GPUFINOPS_TEAM_LABEL, KUEUE_CLUSTER_QUEUE_LABEL, KUEUE_QUEUE_LABEL, *WORKLOAD_LABELS)
 
 
 def node_label_keys() -> tuple[str, ...]:
@@ -159,9 +161,12 @@ class _Held:
     started: datetime | None
     finished: datetime | None
     running_through: bool
+    workload: str
 
 
-def _held_intervals(cluster: Cluster, start: datetime, end: datetime, history: list[PodHistory]) -> list[_Held]:
+def _held_intervals(
+    cluster: Cluster, start: datetime, end: datetime, history: list[PodHistory], owners: OwnerMap
+) -> list[_Held]:
     """API observations merged with kube-state-metrics history; the API wins where it saw the pod."""
     by_uid = {k.uid: k for k in history}
     out: dict[str, _Held] = {}
@@ -174,7 +179,9 @@ def _held_intervals(cluster: Cluster, start: datetime, end: datetime, history: l
         running = o.finished is None and not o.gone
         if k and o.gone and k.finished:
             finished = k.finished  # the pod completed while we were not looking
-        out[o.uid] = _Held(o.uid, o.namespace, o.pod, o.node, o.labels, o.requests, o.started, finished, running)
+        workload = o.workload or workload_of(o.namespace, o.pod, None, o.labels, {})
+        out[o.uid] = _Held(o.uid, o.namespace, o.pod, o.node, o.labels, o.requests, o.started, finished, running,
+                           workload)
     for k in history:
         if k.uid in out or not k.node or k.started is None:
             continue
@@ -183,7 +190,7 @@ def _held_intervals(cluster: Cluster, start: datetime, end: datetime, history: l
         containers = [ContainerRequest(c, "app", r) for c, r in k.app_requests.items()]
         containers += [ContainerRequest(c, "init", r) for c, r in k.init_requests.items()]
         out[k.uid] = _Held(k.uid, k.namespace, k.name, k.node, dict(k.labels), gpus.effective_request(containers),
-                           k.started, finished, running)
+                           k.started, finished, running, workload_of(k.namespace, k.name, k.owner, k.labels, owners))
     return list(out.values())
 
 
@@ -199,7 +206,7 @@ def assemble_bucket(
     labels = {**source.namespace_labels(hour, end, (settings.GPUFINOPS_TEAM_LABEL,)), **namespace_labels}
     rule = TeamRule.for_cluster(cluster, labels)
     pods, rejected, warnings = [], [], []
-    for h in _held_intervals(cluster, hour, end, history):
+    for h in _held_intervals(cluster, hour, end, history, source.owner_history(hour, end)):
         if h.started is None or not h.node:
             continue  # never bound: holds nothing
         held_from = max(h.started, hour)
@@ -218,6 +225,7 @@ def assemble_bucket(
             held_seconds=held,
             cluster_queue=_clip(h.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""), NAME_LIMIT, "cluster queue", warnings),
             local_queue=_clip(h.labels.get(KUEUE_QUEUE_LABEL, ""), NAME_LIMIT, "local queue", warnings),
+            workload=_clip(h.workload, 320, "workload", warnings),
         )
         pods.append(pod)
         if team.rejected:

@@ -52,6 +52,7 @@ class PodFact:
     held_seconds: float  # time within the bucket the pod held its GPUs
     cluster_queue: str = ""
     local_queue: str = ""
+    workload: str = ""  # `Kind/name` of its top controller (apps/inventory/workloads.py)
 
 
 @dataclass(frozen=True)

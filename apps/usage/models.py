@@ -125,6 +125,7 @@ class PodHour(SignalColumns):
     namespace = models.CharField(max_length=253)
     pod = models.CharField(max_length=253)
     pod_uid = models.CharField(max_length=64)
+    workload = models.CharField(max_length=320, default="")  # `Kind/name` of its top controller (ledger.md)
     team = models.CharField(max_length=100)
     node = models.CharField(max_length=253)
     node_group = models.CharField(max_length=253)
@@ -142,6 +143,7 @@ class PodHour(SignalColumns):
             models.Index(fields=["cluster", "hour"]),
             models.Index(fields=["team", "hour"]),
             models.Index(fields=["cluster", "pod_uid", "hour"], name="podhour_pod_history"),
+            models.Index(fields=["cluster", "workload", "hour"], name="podhour_workload"),
         ]
 
 
@@ -200,6 +202,28 @@ class UsageDay(SignalColumns):
         indexes = [models.Index(fields=["day", "cluster"]), models.Index(fields=["team", "day"])]
 
 
+class WorkloadDay(SignalColumns):
+    """Rollup of PodHour by UTC day and workload: what the workloads views and `group_by=workload` read for
+    whole days (hour-level workload answers read PodHour)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE)
+    day = models.DateField()
+    team = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=253)
+    workload = models.CharField(max_length=320)
+    node_group = models.CharField(max_length=253)
+    gpu_model = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "day", "team", "namespace", "workload", "node_group", "gpu_model"],
+                name="uniq_workloadday",
+            )
+        ]
+        indexes = [models.Index(fields=["day", "cluster"]), models.Index(fields=["team", "day"])]
+
+
 class CapacityHour(CapacityColumns):
     """Rollup of NodeHour by (cluster, hour, node group, GPU model)."""
 
@@ -243,6 +267,7 @@ class PodObservation(models.Model):
     node = models.CharField(max_length=253, blank=True)
     phase = models.CharField(max_length=20, blank=True)
     labels = models.JSONField(default=dict, blank=True)
+    workload = models.CharField(max_length=320, blank=True)  # `Kind/name` of its top controller
     requests = models.JSONField(default=dict, blank=True)  # effective request per NVIDIA resource
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)  # terminated, or last seen when it vanished

@@ -14,6 +14,7 @@ import hashlib
 import math
 import pickle
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -30,10 +31,17 @@ from apps.inventory.models import Cluster
 from apps.inventory.selectors import visible_clusters
 from apps.usage import money
 from apps.usage.activity import DEFAULT_METRICS, SIGNALS, default_signal
-from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour
+from apps.usage.models import Bucket, CapacityDay, CapacityHour, PodHour, UsageDay, UsageHour, WorkloadDay
 
 # group_by keys, in the order the API documents them.
-GROUP_KEYS: tuple[str, ...] = ("team", "namespace", "cluster", "node_group", "gpu_model", "day", "hour")
+GROUP_KEYS: tuple[str, ...] = (
+    "team", "namespace", "workload", "pod", "cluster", "node_group", "gpu_model", "day", "hour",
+)
+# Keys that always come along: a workload is named within its namespace; a pod row carries its namespace,
+# workload and node (interfaces.md).
+IMPLIED_KEYS: dict[str, tuple[str, ...]] = {"workload": ("namespace",), "pod": ("namespace", "workload", "node")}
+# Filters (each repeatable) and the column each reads.
+FILTER_KEYS: tuple[str, ...] = ("cluster", "team", "namespace", "workload", "node_group", "gpu_model")
 # The figures of every usage row, in CSV column order.
 USAGE_FIELDS: tuple[str, ...] = (
     "allocated_gpu_hours",
@@ -88,6 +96,56 @@ def _team_filter(visible_teams: set[str] | None, team: str | None) -> Q:
     if team is not None:
         q &= Q(team=team)
     return q
+
+
+Filters = dict[str, tuple[str, ...]]
+
+
+def make_filters(filters: Mapping[str, Sequence[str]] | None = None, *, cluster: str | None = None,
+                 team: str | None = None) -> Filters:
+    """Normalized filters: each key of FILTER_KEYS to a sorted tuple of values (absent = no filter)."""
+    out: dict[str, set[str]] = {k: set(v) for k, v in (filters or {}).items() if v}
+    if cluster is not None:
+        out.setdefault("cluster", set()).add(cluster)
+    if team is not None:
+        out.setdefault("team", set()).add(team)
+    unknown = set(out) - set(FILTER_KEYS)
+    if unknown:
+        raise ValueError(f"unknown filters {sorted(unknown)}")
+    return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
+
+
+def _apply_filters(qs: QuerySet, visible_teams: set[str] | None, filters: Filters) -> QuerySet:
+    """Visibility first (what the caller may see), then the caller's own filters."""
+    if visible_teams is not None:
+        qs = qs.filter(team__in=sorted(visible_teams))
+    for key, values in filters.items():
+        qs = qs.filter(**{"cluster__name__in" if key == "cluster" else f"{key}__in": list(values)})
+    return qs
+
+
+def _source(start: datetime, end: datetime, group_by: Sequence[str], filters: Filters) -> tuple[QuerySet, str]:
+    """The rollup that answers exactly and cheapest: pod rows for pods (and hour-level workloads), the
+    workload day rollup for whole-day workload answers, else the usage day or hour rollup."""
+    by_day = is_whole_day_range(start, end) and "hour" not in group_by
+    workloads = "workload" in group_by or "workload" in filters
+    if "pod" in group_by or (workloads and not by_day):
+        return PodHour.objects.filter(hour__gte=start, hour__lt=end), "pod"
+    if workloads:
+        return WorkloadDay.objects.filter(day__gte=start.date(), day__lt=end.date()), "workload-day"
+    if by_day:
+        return UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date()), "day"
+    return UsageHour.objects.filter(hour__gte=start, hour__lt=end), "hour"
+
+
+def expand_group_by(group_by: Sequence[str]) -> list[str]:
+    """`group_by` with the keys that come along (workload -> namespace; pod -> namespace, workload, node)."""
+    out: list[str] = []
+    for key in group_by:
+        for k in (*IMPLIED_KEYS.get(key, ()), key):
+            if k not in out:
+                out.append(k)
+    return out
 
 
 class TooLarge(ValueError):
@@ -152,6 +210,7 @@ def usage_report(
     visible_teams: set[str] | None,
     cluster: str | None = None,
     team: str | None = None,
+    filters: Mapping[str, Sequence[str]] | None = None,
 ) -> UsageReport:
     """`compute_usage_report`, answered from the cache while the ledger has not changed.
 
@@ -160,13 +219,14 @@ def usage_report(
     across visibility or outlived by a bucket write. `GPUFINOPS_API_CACHE_SECONDS=0` turns it off.
     """
     signal = signal or default_signal()
+    normalized = make_filters(filters, cluster=cluster, team=team)
     args = {"start": start, "end": end, "group_by": list(group_by), "signal": signal,
-            "visible_teams": visible_teams, "cluster": cluster, "team": team}
+            "visible_teams": visible_teams, "filters": normalized}
     ttl = settings.GPUFINOPS_API_CACHE_SECONDS
     if ttl <= 0:
         return compute_usage_report(**args)
     raw = repr((ledger_version(), start.isoformat(), end.isoformat(), tuple(group_by), signal,
-                None if visible_teams is None else tuple(sorted(visible_teams)), cluster, team))
+                None if visible_teams is None else tuple(sorted(visible_teams)), sorted(normalized.items())))
     key = "usage_report:" + hashlib.sha256(raw.encode()).hexdigest()
     report = cache.get(key)
     if report is None:
@@ -187,11 +247,13 @@ def compute_usage_report(
     visible_teams: set[str] | None,
     cluster: str | None = None,
     team: str | None = None,
+    filters: Mapping[str, Sequence[str]] | None = None,
 ) -> UsageReport:
-    """Allocated, working, idle, unmeasured GPU-hours and cost over ``[start, end)``, grouped.
+    """Allocated, working, idle, unmeasured GPU-hours and cost over ``[start, end)``, grouped and filtered.
 
-    ``capacity`` (fleet or ``cluster`` capacity, not narrowed by ``team``) is computed only when
-    ``visible_teams`` is None: only callers who see every team see the unallocated remainder.
+    ``capacity`` (fleet, or the filtered clusters' capacity; never narrowed by team or namespace) is
+    computed only when ``visible_teams`` is None: only callers who see every team see the unallocated
+    remainder.
     """
     signal = signal or default_signal()
     if signal not in SIGNALS:
@@ -199,22 +261,19 @@ def compute_usage_report(
     unknown = set(group_by) - set(GROUP_KEYS)
     if unknown:
         raise ValueError(f"unknown group_by keys {sorted(unknown)}")
+    filters = make_filters(filters, cluster=cluster, team=team)
+    group_by = expand_group_by(group_by)
 
-    by_day = is_whole_day_range(start, end) and "hour" not in group_by
+    qs, source = _source(start, end, group_by, filters)
+    by_day = source in ("day", "workload-day")
     limit = settings.GPUFINOPS_API_MAX_HOURLY_DAYS
     if not by_day and end - start > timedelta(days=limit):
         raise TooLarge(
-            "group_by" if "hour" in group_by else "end",
-            f"Hour-level answers (group_by=hour, or start/end not at midnight UTC) cover at most {limit} days; "
-            "narrow start/end, or use whole days and group by day.",
+            "group_by" if {"hour", "pod", "workload"} & set(group_by) else "end",
+            f"Hour-level answers (group_by=hour or pod, or start/end not at midnight UTC) cover at most {limit} "
+            "days; narrow start/end, or use whole days and group by day or workload.",
         )
-    if by_day:
-        qs: QuerySet = UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date())
-    else:
-        qs = UsageHour.objects.filter(hour__gte=start, hour__lt=end)
-    qs = qs.filter(_team_filter(visible_teams, team))
-    if cluster is not None:
-        qs = qs.filter(cluster__name=cluster)
+    qs = _apply_filters(qs, visible_teams, filters)
 
     columns: list[str] = []
     for key in group_by:
@@ -242,8 +301,8 @@ def compute_usage_report(
     if len(rows) > settings.GPUFINOPS_API_MAX_ROWS:
         raise TooLarge(
             "group_by",
-            f"More than {settings.GPUFINOPS_API_MAX_ROWS} rows: group by fewer keys, filter (team, cluster) or "
-            "narrow start/end.",
+            f"More than {settings.GPUFINOPS_API_MAX_ROWS} rows: group by fewer keys, filter (team, cluster, "
+            "namespace, workload) or narrow start/end.",
         )
     cluster_names = dict(Cluster.objects.values_list("id", "name")) if "cluster" in group_by else {}
 
@@ -279,25 +338,29 @@ def compute_usage_report(
 
     capacity = None
     if visible_teams is None:
-        capacity = capacity_totals(start=start, end=end, cluster=cluster, by_day=by_day)
+        capacity = capacity_totals(start=start, end=end, clusters=filters.get("cluster"), by_day=by_day)
 
     return UsageReport(
         start=start,
         end=end,
-        group_by=list(group_by),
+        group_by=group_by,
         signal=signal,
         results=results,
         totals=totals,
         capacity=capacity,
         provisional=has_provisional_buckets(
-            start=start, end=end, cluster=cluster, among=None if visible_teams is None else qs.values("cluster_id")
+            start=start, end=end, clusters=filters.get("cluster"),
+            among=None if visible_teams is None else qs.values("cluster_id"),
         ),
         coverage=coverage(sums["allocated_gpu_hours"], sums["unmeasured_gpu_hours"]),
-        source="day" if by_day else "hour",
+        source=source,
     )
 
 
-def capacity_totals(*, start: datetime, end: datetime, cluster: str | None = None, by_day: bool | None = None) -> dict:
+def capacity_totals(
+    *, start: datetime, end: datetime, cluster: str | None = None, clusters: Sequence[str] | None = None,
+    by_day: bool | None = None,
+) -> dict:
     """Capacity, unallocated and unavailable GPU-hours, capacity cost and unallocated cost over ``[start, end)``."""
     if by_day is None:
         by_day = is_whole_day_range(start, end)
@@ -305,14 +368,16 @@ def capacity_totals(*, start: datetime, end: datetime, cluster: str | None = Non
         qs: QuerySet = CapacityDay.objects.filter(day__gte=start.date(), day__lt=end.date())
     else:
         qs = CapacityHour.objects.filter(hour__gte=start, hour__lt=end)
-    if cluster is not None:
-        qs = qs.filter(cluster__name=cluster)
+    names = [*(clusters or ()), *([cluster] if cluster else [])]
+    if names:
+        qs = qs.filter(cluster__name__in=names)
     sums = qs.aggregate(**{name: Sum(name) for name in CAPACITY_FIELDS})
     return {name: money.micro(sums[name]) if name in MONEY_FIELDS else _round(sums[name]) for name in CAPACITY_FIELDS}
 
 
 def has_provisional_buckets(
-    *, start: datetime, end: datetime, cluster: str | None = None, among: QuerySet | None = None
+    *, start: datetime, end: datetime, cluster: str | None = None, clusters: Sequence[str] | None = None,
+    among: QuerySet | None = None,
 ) -> bool:
     """True when any bucket in ``[start, end)`` is still provisional (its numbers may change).
 
@@ -321,8 +386,9 @@ def has_provisional_buckets(
     qs = Bucket.objects.filter(hour__gte=start, hour__lt=end, state=Bucket.State.PROVISIONAL)
     if among is not None:
         qs = qs.filter(cluster_id__in=among)
-    if cluster is not None:
-        qs = qs.filter(cluster__name=cluster)
+    names = [*(clusters or ()), *([cluster] if cluster else [])]
+    if names:
+        qs = qs.filter(cluster__name__in=names)
     return qs.exists()
 
 

@@ -42,6 +42,7 @@ from apps.usage.models import (
     PodObservation,
     UsageDay,
     UsageHour,
+    WorkloadDay,
 )
 from apps.usage.sources import MetricsSource, SourceError
 
@@ -51,7 +52,7 @@ SIGNAL_COLUMNS = [f"{kind}_{s}" for s in SIGNALS for kind in ("working", "idle",
 MONEY_COLUMNS = ["cost"] + [f"idle_cost_{s}" for s in SIGNALS]
 SUM_COLUMNS = ["allocated_gpu_hours", "unpriced_gpu_hours", *SIGNAL_COLUMNS, *MONEY_COLUMNS]
 POD_COLUMNS = [
-    "cluster_id", "hour", "namespace", "pod", "pod_uid", "team", "node", "node_group", "gpu_model",
+    "cluster_id", "hour", "namespace", "pod", "pod_uid", "workload", "team", "node", "node_group", "gpu_model",
     "cluster_queue", "local_queue", "resources", "gpus", "held_seconds", "price", *SUM_COLUMNS,
 ]
 CAPACITY_SUMS = [
@@ -61,6 +62,7 @@ CAPACITY_SUMS = [
 NODE_COLUMNS = ["cluster_id", "hour", "node", "node_group", "gpu_model", "physical_gpus", *CAPACITY_SUMS, "price",
                 "inconsistent"]
 USAGE_KEYS = ["team", "namespace", "node_group", "gpu_model"]
+WORKLOAD_KEYS = ["team", "namespace", "workload", "node_group", "gpu_model"]
 CAPACITY_KEYS = ["node_group", "gpu_model"]
 # Attribution coverage may fall this much on a re-collection before it counts as the source losing data.
 COVERAGE_TOLERANCE = 0.01
@@ -106,7 +108,8 @@ def mark_failed(
     Bucket.objects.filter(pk=bucket.pk).update(
         status=status, last_error=error[:2000], next_attempt_at=next_attempt, lease_owner="", lease_expires=None
     )
-    log.warning("bucket %s %s %s: %s", cluster.name, hour.isoformat(), status, error)
+    log.warning("bucket %s %s %s: %s", cluster.name, hour.isoformat(), status, error,
+                extra={"cluster": cluster.name, "bucket": hour.isoformat()})
 
 
 # ---- Writing ----
@@ -121,7 +124,7 @@ def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple
         signal_values = [v for s in SIGNALS for v in (r.working[s], r.idle[s], r.unmeasured[s])]
         resources = ",".join(f"{k}={v:g}" for k, v in sorted(f.requests.items()))
         rows.append((
-            cluster.pk, hour, f.namespace, f.name, f.uid, f.team, f.node, r.node_group, r.gpu_model,
+            cluster.pk, hour, f.namespace, f.name, f.uid, f.workload, f.team, f.node, r.node_group, r.gpu_model,
             f.cluster_queue, f.local_queue, resources[:500], r.gpus, f.held_seconds, r.price, r.allocated,
             r.allocated if cost is None else 0.0, *signal_values, cost or money.ZERO, *idle_costs,
         ))
@@ -190,16 +193,21 @@ def rollup_hour(cluster: Cluster, hour: datetime) -> None:
 
 
 def rollup_day(cluster: Cluster, day: date) -> None:
-    """Rebuild the day's rollups (UsageDay, CapacityDay) from its hourly rollups. Call under the cluster lock."""
+    """Rebuild the day's rollups (UsageDay and CapacityDay from the hourly rollups, WorkloadDay from the pod
+    rows). Call under the cluster lock."""
     start, end = day_bounds(day)
     in_day = {"cluster": cluster, "hour__gte": start, "hour__lt": end}
     UsageDay.objects.filter(cluster=cluster, day=day).delete()
+    WorkloadDay.objects.filter(cluster=cluster, day=day).delete()
     CapacityDay.objects.filter(cluster=cluster, day=day).delete()
     if after_day_delete is not None:
         after_day_delete(cluster, day)
     hours = UsageHour.objects.filter(**in_day).values_list(*USAGE_KEYS, *SUM_COLUMNS)
     _bulk_insert(UsageDay, ["cluster_id", "day", *USAGE_KEYS, *SUM_COLUMNS],
                  [(cluster.pk, day, *r) for r in _grouped_sums(list(hours), len(USAGE_KEYS))])
+    pods = PodHour.objects.filter(**in_day).values_list(*WORKLOAD_KEYS, *SUM_COLUMNS)
+    _bulk_insert(WorkloadDay, ["cluster_id", "day", *WORKLOAD_KEYS, *SUM_COLUMNS],
+                 [(cluster.pk, day, *r) for r in _grouped_sums(list(pods), len(WORKLOAD_KEYS))])
     caps = CapacityHour.objects.filter(**in_day).values_list(*CAPACITY_KEYS, *CAPACITY_SUMS)
     _bulk_insert(CapacityDay, ["cluster_id", "day", *CAPACITY_KEYS, *CAPACITY_SUMS],
                  [(cluster.pk, day, *r) for r in _grouped_sums(list(caps), len(CAPACITY_KEYS))])
@@ -266,7 +274,8 @@ def write_bucket(
             bucket.last_error = f"stored rows kept: {loss}"
             bucket.lease_owner, bucket.lease_expires = "", None
             bucket.save(update_fields=["status", "next_attempt_at", "last_error", "lease_owner", "lease_expires"])
-            log.warning("bucket %s %s degraded source: %s", cluster.name, hour.isoformat(), loss)
+            log.warning("bucket %s %s degraded source: %s", cluster.name, hour.isoformat(), loss,
+                        extra={"cluster": cluster.name, "bucket": hour.isoformat()})
             return Bucket.Status.DEGRADED_SOURCE
         for model in (PodHour, NodeHour):
             model.objects.filter(cluster=cluster, hour=hour).delete()
@@ -294,8 +303,8 @@ def write_bucket(
 
 # ---- Pod observations (the allocation intervals the Kubernetes API shows) ----
 
-OBSERVATION_FIELDS = ["namespace", "pod", "node", "phase", "labels", "requests", "started", "finished", "last_seen",
-                      "gone"]
+OBSERVATION_FIELDS = ["namespace", "pod", "node", "phase", "labels", "workload", "requests", "started", "finished",
+                      "last_seen", "gone"]
 
 
 @transaction.atomic
@@ -319,6 +328,7 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
             to_update.append(obs)
         obs.namespace, obs.pod, obs.node, obs.phase = pod.namespace, pod.name, pod.node, pod.phase
         obs.labels = pod.labels
+        obs.workload = snap.workload_of(pod)[:320]
         obs.requests = effective_request(pod.containers)
         obs.started = pod.started
         # A pod seen with a deletion timestamp ends there at the latest (ledger.md "Allocation").
@@ -384,7 +394,8 @@ def collect_bucket(
         mark_failed(cluster, hour, owner, str(exc), now=now)
         return BucketOutcome(hour, "failed", str(exc))
     except Exception as exc:
-        log.exception("bucket %s %s crashed", cluster.name, hour)
+        log.exception("bucket %s %s crashed", cluster.name, hour,
+                      extra={"cluster": cluster.name, "bucket": hour.isoformat()})
         mark_failed(cluster, hour, owner, f"{type(exc).__name__}: {exc}", now=now)
         return BucketOutcome(hour, "failed", f"{type(exc).__name__}: {exc}")
 

@@ -37,6 +37,7 @@ class PodHistory:
     labels: dict[str, str]  # the asked-for label keys, as written on the pod
     app_requests: dict[str, dict[str, float]]  # container -> resource -> quantity
     init_requests: dict[str, dict[str, float]]
+    owner: tuple[str, str] | None = None  # (kind, name) of its controller (kube_pod_owner)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class MetricsSource(Protocol):
         ...
 
     def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]: ...
+
+    def owner_history(self, start: datetime, end: datetime) -> dict[tuple[str, str, str], tuple[str, str]]:
+        """(namespace, kind, name) -> controller (kind, name) of ReplicaSets and Jobs seen in the bucket."""
+        ...
 
     def node_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[NodeHistory]: ...
 

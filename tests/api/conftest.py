@@ -1,13 +1,13 @@
 """A small ledger with known numbers, and one user per kind of caller.
 
-Rows are written directly with the ORM (not through the collector), so every expected figure in
-these tests can be checked by hand:
+Pod and node rows are written directly with the ORM (not through the collector) and every rollup is built
+from them by the ledger's own rollups, so every expected figure in these tests can be checked by hand:
 
 * cluster ``alpha``: team ``vision`` (alice's) and ``unassigned``; cluster ``beta``: team ``nlp`` (bob's).
 * 2026-11-23, hours 00 and 01, per hour and group (``sm_active``):
 
   ============  =========  =========  =======  ====  ==========  ====  =========
-  team          namespace  allocated  working  idle  unmeasured  cost  idle_cost
+  team          namespace  allocated  working  idle  unmeasured  cost  idle_cost  (one pod, one workload each)
   ============  =========  =========  =======  ====  ==========  ====  =========
   vision        train      10         4        5     1           20    10
   vision        serve      2          1        1     0           4     2
@@ -32,8 +32,8 @@ from apps.accounts.services import create_api_token
 from apps.inventory.models import Cluster, NamespaceTeam, NodeGroup, Team
 from apps.inventory.services import record_teams
 from apps.usage.activity import SIGNALS
-from apps.usage.models import Bucket, CapacityHour, PodHour, UsageHour
-from apps.usage.services import rollup_day
+from apps.usage.models import Bucket, NodeHour, PodHour
+from apps.usage.services import rollup_day, rollup_hour
 
 DAY = datetime(2026, 11, 23, tzinfo=UTC)
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -53,27 +53,37 @@ def _signal_fields(working: float, idle: float, unmeasured: float, price: float,
     return fields
 
 
-def _usage(cluster, hour, team, namespace, node_group, gpu_model, allocated, working, idle, unmeasured, price):
-    """One UsageHour row; under gpu_util the activity reads higher (working + idle, split 3:1)."""
+def _pod(cluster, hour, team, namespace, workload, node_group, gpu_model, allocated, working, idle, unmeasured, price):
+    """One pod's row of the table in the module docstring; under gpu_util the activity reads higher
+    (working + idle, split 3:1)."""
     measured = working + idle
-    gpu_util = (measured * 0.75, measured * 0.25)
-    UsageHour.objects.create(
-        cluster=cluster,
-        hour=hour,
-        team=team,
-        namespace=namespace,
-        node_group=node_group,
-        gpu_model=gpu_model,
-        allocated_gpu_hours=allocated,
-        cost=allocated * price,
-        **_signal_fields(working, idle, unmeasured, price, gpu_util),
-    )
+    name = f"{workload.split('/')[1]}-0"
+    PodHour.objects.create(
+        cluster=cluster, hour=hour, namespace=namespace, pod=name, pod_uid=f"uid-{namespace}-{name}",
+        workload=workload, team=team, node=f"{cluster.name}-node-1", node_group=node_group, gpu_model=gpu_model,
+        resources=f"nvidia.com/gpu={allocated:g}", gpus=allocated, held_seconds=3600, price=price,
+        allocated_gpu_hours=allocated, cost=allocated * price,
+        **_signal_fields(working, idle, unmeasured, price, (measured * 0.75, measured * 0.25)),
+    )  # fmt: skip
+
+
+def _node(cluster, hour, node_group, gpu_model, capacity, allocated, unavailable, capacity_cost, unallocated_cost):
+    NodeHour.objects.create(
+        cluster=cluster, hour=hour, node=f"{cluster.name}-node-1", node_group=node_group, gpu_model=gpu_model,
+        physical_gpus=int(capacity), capacity_gpu_hours=capacity, allocated_gpu_hours=allocated,
+        unallocated_gpu_hours=capacity - allocated, unavailable_gpu_hours=unavailable, capacity_cost=capacity_cost,
+        unallocated_cost=unallocated_cost,
+    )  # fmt: skip
 
 
 def rebuild_days() -> None:
-    """UsageDay and CapacityDay from the hourly rows, by the ledger's own day rollup."""
+    """Every rollup from the pod and node rows, by the ledger's own rollups (as its write path does)."""
     for cluster in Cluster.objects.all():
-        for day in {h.date() for h in UsageHour.objects.filter(cluster=cluster).values_list("hour", flat=True)}:
+        hours = set(PodHour.objects.filter(cluster=cluster).values_list("hour", flat=True))
+        hours |= set(NodeHour.objects.filter(cluster=cluster).values_list("hour", flat=True))
+        for hour in sorted(hours):
+            rollup_hour(cluster, hour)
+        for day in {h.date() for h in hours}:
             rollup_day(cluster, day)
 
 
@@ -86,6 +96,7 @@ def pod_hour(cluster, hour, pod, team, *, working, idle, unmeasured=0.0, gpus=4.
         namespace=namespace or f"{team}-ns",
         pod=pod,
         pod_uid=f"uid-{cluster.name}-{pod}",
+        workload=f"Pod/{pod}",
         team=team,
         node=f"{cluster.name}-node-1",
         node_group="h100",
@@ -116,37 +127,14 @@ def ledger(db):
     Team.objects.create(name="nlp", display_name="Language")
     NamespaceTeam.objects.create(cluster=alpha, namespace="vision-legacy", team=vision)
     for hour in (DAY, DAY + timedelta(hours=1)):
-        _usage(alpha, hour, "vision", "train", "h100", H100, 10, 4, 5, 1, 2.0)
-        _usage(alpha, hour, "vision", "serve", "h100", H100, 2, 1, 1, 0, 2.0)
-        _usage(beta, hour, "nlp", "llm", "a100", A100, 8, 2, 6, 0, 3.0)
-        _usage(alpha, hour, "unassigned", "misc", "h100", H100, 1, 0, 0, 1, 2.0)
-        CapacityHour.objects.create(
-            cluster=alpha,
-            hour=hour,
-            node_group="h100",
-            gpu_model=H100,
-            capacity_gpu_hours=16,
-            allocated_gpu_hours=13,
-            unallocated_gpu_hours=3,
-            unavailable_gpu_hours=1,
-            capacity_cost=32,  # charged 20 + 4 + 2, plus unallocated 6
-            unallocated_cost=6,
-        )
-        CapacityHour.objects.create(
-            cluster=beta,
-            hour=hour,
-            node_group="a100",
-            gpu_model=A100,
-            capacity_gpu_hours=8,
-            allocated_gpu_hours=8,
-            unallocated_gpu_hours=0,
-            unavailable_gpu_hours=0,
-            capacity_cost=24,
-            unallocated_cost=0,
-        )
+        _pod(alpha, hour, "vision", "train", "Job/resnet", "h100", H100, 10, 4, 5, 1, 2.0)
+        _pod(alpha, hour, "vision", "serve", "Deployment/detector", "h100", H100, 2, 1, 1, 0, 2.0)
+        _pod(beta, hour, "nlp", "llm", "PyTorchJob/llama", "a100", A100, 8, 2, 6, 0, 3.0)
+        _pod(alpha, hour, "unassigned", "misc", "Pod/scratch", "h100", H100, 1, 0, 0, 1, 2.0)
+        _node(alpha, hour, "h100", H100, 16, 13, 1, 32, 6)  # charged 20 + 4 + 2, plus unallocated 6
+        _node(beta, hour, "a100", A100, 8, 8, 0, 24, 0)
         for cluster in (alpha, beta):
             Bucket.objects.create(cluster=cluster, hour=hour, state="final", status="ok")
-    rebuild_days()
     # Who appeared where (the collector records this as it writes buckets): the visibility rule reads it.
     record_teams(alpha, ["vision", "unassigned"], DAY)
     record_teams(beta, ["nlp"], DAY)
@@ -169,6 +157,7 @@ def ledger(db):
     pod_hour(alpha, latest - timedelta(hours=1), "idle-misc", "unassigned", working=0.0, idle=1.0, gpus=1.0)
     pod_hour(alpha, latest, "idle-misc", "unassigned", working=0.0, idle=1.0, gpus=1.0)  # 2 hours: listed
     Bucket.objects.create(cluster=alpha, hour=latest, state="provisional", status="ok")
+    rebuild_days()
     return {"alpha": alpha, "beta": beta}
 
 

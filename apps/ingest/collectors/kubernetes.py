@@ -104,6 +104,14 @@ def _finished(pod: Any) -> datetime | None:
     return latest
 
 
+def _controller(meta: Any) -> tuple[str, str] | None:
+    """(kind, name) of the object's controller among its ownerReferences, or None."""
+    for ref in getattr(meta, "owner_references", None) or []:
+        if ref.controller:
+            return ref.kind, ref.name
+    return None
+
+
 def _to_pod(p: Any) -> PodInfo | None:
     spec, status = p.spec, p.status
     containers: list[ContainerRequest] = []
@@ -136,6 +144,7 @@ def _to_pod(p: Any) -> PodInfo | None:
         conditions=conditions,
         scheduling_message=message,
         node_selector=dict(spec.node_selector or {}),
+        owner=_controller(p.metadata),
     )
 
 
@@ -160,4 +169,29 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
     except KueueError as exc:
         kueue, kueue_error = None, str(exc)
         log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
-    return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces), kueue, kueue_error)
+    owners, owners_error = read_owners(api_client)
+    return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces), kueue, kueue_error, owners,
+                           owners_error)
+
+
+def read_owners(api_client: client.ApiClient) -> tuple[dict[tuple[str, str, str], tuple[str, str]], str]:
+    """The controllers of ReplicaSets and Jobs (to name Deployments, CronJobs, JobSets as workloads).
+
+    Read-only LISTs; only objects with a controller are kept. A failure (e.g. RBAC without these resources)
+    is returned as a reason, never raised: workloads then stop at the ReplicaSet or Job.
+    """
+    owners: dict[tuple[str, str, str], tuple[str, str]] = {}
+    calls = (
+        ("ReplicaSet", client.AppsV1Api(api_client).list_replica_set_for_all_namespaces),
+        ("Job", client.BatchV1Api(api_client).list_job_for_all_namespaces),
+    )
+    try:
+        for kind, list_fn in calls:
+            for obj in _paged(list_fn):
+                parent = _controller(obj.metadata)
+                if parent is not None:
+                    owners[(obj.metadata.namespace, kind, obj.metadata.name)] = parent
+    except Exception as exc:  # ApiException (403 without RBAC), timeouts: workloads fall back, nothing fails
+        log.warning("ReplicaSets/Jobs could not be read: %s", exc)
+        return owners, f"{type(exc).__name__}: {str(exc)[:300]}"
+    return owners, ""

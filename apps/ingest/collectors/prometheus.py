@@ -208,6 +208,11 @@ class PrometheusSource:
             m = r["metric"]
             if m.get("node") and m.get("uid"):
                 nodes.setdefault(m["uid"], m["node"])
+        owners = {}
+        for r in self.query(f'max_over_time(kube_pod_owner{{owner_is_controller="true"}}[{rng}])', at):
+            m = r["metric"]
+            if m.get("uid") and m.get("owner_kind") and m.get("owner_name") not in (None, "", "<none>"):
+                owners[m["uid"]] = (m["owner_kind"], m["owner_name"])
         pods = []
         for r in starts:
             m, v = r["metric"], _value(r)
@@ -226,9 +231,22 @@ class PrometheusSource:
                     labels=labels.get(uid, {}),
                     app_requests=app.get(uid, {}),
                     init_requests=init.get(uid, {}),
+                    owner=owners.get(uid),
                 )
             )
         return pods
+
+    def owner_history(self, start: datetime, end: datetime) -> dict[tuple[str, str, str], tuple[str, str]]:
+        """Controllers of ReplicaSets and Jobs (kube_replicaset_owner, kube_job_owner) seen in the bucket."""
+        rng, at = window(start, end)
+        out: dict[tuple[str, str, str], tuple[str, str]] = {}
+        for metric, kind, name_label in (("kube_replicaset_owner", "ReplicaSet", "replicaset"),
+                                         ("kube_job_owner", "Job", "job_name")):
+            for r in self.query(f'max_over_time({metric}{{owner_is_controller="true"}}[{rng}])', at):
+                m = r["metric"]
+                if m.get(name_label) and m.get("owner_kind") and m.get("owner_name") not in (None, "", "<none>"):
+                    out[(m.get("namespace", ""), kind, m[name_label])] = (m["owner_kind"], m["owner_name"])
+        return out
 
     def namespace_labels(
         self, start: datetime, end: datetime, label_keys: Sequence[str]

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
 from apps.common.api import FormatParamMixin, Pagination, paginated
-from apps.common.params import param_error, parse_choice, parse_list, parse_range, parse_text
+from apps.common.params import param_error, parse_choice, parse_list, parse_range, parse_text, parse_text_list
 from apps.common.serializers import DetailSerializer, ErrorSerializer
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.api.renderers import UsageCSVRenderer
@@ -28,7 +28,14 @@ from apps.usage.api.serializers import (
     UsageResponseSerializer,
 )
 from apps.usage.directory import cluster_get, cluster_list, team_get, team_list
-from apps.usage.selectors import GROUP_KEYS, TooLarge, data_status, idle_allocation_list, usage_report
+from apps.usage.selectors import (
+    FILTER_KEYS,
+    GROUP_KEYS,
+    TooLarge,
+    data_status,
+    idle_allocation_list,
+    usage_report,
+)
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
@@ -58,11 +65,15 @@ class UsageApi(FormatParamMixin, APIView):
             OpenApiParameter(
                 "group_by",
                 str,
-                description=f"comma-separated, any combination of: {', '.join(GROUP_KEYS)} (default team)",
+                description=f"comma-separated, any combination of: {', '.join(GROUP_KEYS)} (default team); "
+                "workload comes with namespace, pod with namespace, workload and node",
             ),
             SIGNAL_PARAM,
-            CLUSTER_PARAM,
-            TEAM_PARAM,
+            *[
+                OpenApiParameter(key, str, many=True, explode=True,
+                                 description=f"only these {key.replace('_', ' ')}s (repeatable, or comma-separated)")
+                for key in FILTER_KEYS
+            ],
             OpenApiParameter("format", str, enum=["json", "csv"], description="csv: the result rows as CSV"),
         ],
         responses={
@@ -80,8 +91,7 @@ class UsageApi(FormatParamMixin, APIView):
                 end=end,
                 group_by=parse_list(params, "group_by", GROUP_KEYS, default=["team"]),
                 signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
-                cluster=parse_text(params, "cluster"),
-                team=parse_text(params, "team"),
+                filters={key: parse_text_list(params, key) for key in FILTER_KEYS},
                 visible_teams=visible_team_names(request.user),
             )
         except TooLarge as exc:  # bounded work per request: say how to narrow it
