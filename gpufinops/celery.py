@@ -24,11 +24,18 @@ app.conf.beat_schedule = {
         "task": "apps.ingest.tasks.collect_all_clusters_task",
         "schedule": crontab(minute="*/5"),
     },
-    # Hourly at :30: the last complete week's report, once every bucket of it is final (sent once per
-    # subscription and week). Twin: `manage.py send_reports`.
+    # Hourly at :30 and :40: the weekly (last ISO week) and monthly (last calendar month) report checks: a
+    # period's final edition once every hour of it is final, and restatements of final periods whose figures
+    # changed; once per subscription, period and edition. Twin: `manage.py send_reports [--kind weekly|monthly]`.
     "send-weekly-reports": {
-        "task": "apps.reports.tasks.send_weekly_reports_task",
+        "task": "apps.reports.tasks.send_reports_task",
         "schedule": crontab(minute=30),
+        "kwargs": {"kind": "weekly"},
+    },
+    "send-monthly-reports": {
+        "task": "apps.reports.tasks.send_reports_task",
+        "schedule": crontab(minute=40),
+        "kwargs": {"kind": "monthly"},
     },
     # Hourly at :20: thin capacity snapshots older than 7 days to one per hour. Twin: `manage.py prune_capacity`.
     "prune-capacity-history": {
@@ -39,5 +46,17 @@ app.conf.beat_schedule = {
     "prune-queue-history": {
         "task": "apps.queues.tasks.prune_queue_history_task",
         "schedule": crontab(minute=25),
+    },
+    # Daily at 01:05: the coming months' partitions of the pod- and node-hour tables (PostgreSQL). Twin:
+    # `manage.py ensure_partitions`.
+    "ensure-ledger-partitions": {
+        "task": "apps.usage.tasks.ensure_partitions_task",
+        "schedule": crontab(minute=5, hour=1),
+    },
+    # Daily at 01:15: pod and node rows older than GPUFINOPS_LEDGER_KEEP_MONTHS (rollups stay). Twin:
+    # `manage.py prune_ledger`.
+    "prune-ledger": {
+        "task": "apps.usage.tasks.prune_ledger_task",
+        "schedule": crontab(minute=15, hour=1),
     },
 }

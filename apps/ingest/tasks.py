@@ -19,17 +19,26 @@ def collect_all_clusters_task() -> int:
 
 
 @shared_task(name="apps.ingest.tasks.collect_cluster_task")
-def collect_cluster_task(cluster_id: int) -> dict:
+def collect_cluster_task(cluster_id: int, since: str | None = None, until: str | None = None) -> dict:
+    """The due buckets of one cluster, or (like `collect --since --until`) every hour of [since, until)."""
+    from datetime import datetime
+
+    from apps.common.timeutils import hours_between
     from apps.ingest.services import collect_cluster
     from apps.inventory.models import Cluster
 
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None:
         return {"cluster": cluster_id, "missing": True}
-    report = collect_cluster(cluster)
+    hours = None
+    if since:
+        end = datetime.fromisoformat(until) if until else datetime.now(datetime.fromisoformat(since).tzinfo)
+        hours = hours_between(datetime.fromisoformat(since), end)
+    report = collect_cluster(cluster, hours)
     return {
         "cluster": cluster.name,
         "written": [h.isoformat() for h in report.written],
         "failed": {h.isoformat(): e for h, e in report.failed.items()},
+        "degraded": {h.isoformat(): e for h, e in report.degraded.items()},
         "skipped": [h.isoformat() for h in report.skipped],
     }

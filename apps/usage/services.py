@@ -406,3 +406,33 @@ def mark_unreachable(cluster: Cluster, hours: list[datetime], owner: str, error:
     for h in hours:
         Bucket.objects.get_or_create(cluster=cluster, hour=h)
         mark_failed(cluster, h, owner, error, status=status, now=now)
+
+
+# ---- Retention of pod and node rows ----
+
+
+def prune_ledger(*, keep_months: int | None = None, now: datetime | None = None) -> int:
+    """Drop pod and node rows older than `keep_months` whole months (`GPUFINOPS_LEDGER_KEEP_MONTHS`; 0 keeps
+    everything). Rollups (hour, day, workload, capacity) stay, so totals of old periods are unchanged.
+
+    On PostgreSQL whole monthly partitions are dropped; elsewhere rows are deleted. Returns how many
+    partitions (PostgreSQL) or rows were removed.
+    """
+    from apps.common.timeutils import month_start
+    from apps.usage.partitions import PARTITIONED, drop_before, is_partitioned
+
+    keep = settings.GPUFINOPS_LEDGER_KEEP_MONTHS if keep_months is None else keep_months
+    if keep <= 0:
+        return 0
+    cutoff = month_start(now or timezone.now())
+    for _ in range(keep):
+        cutoff = month_start(cutoff - timedelta(days=1))
+    if all(is_partitioned(connection, t) for t in PARTITIONED):
+        dropped = drop_before(cutoff)
+        log.info("ledger retention: dropped partitions %s (before %s)", ", ".join(dropped) or "none", cutoff.date())
+        return len(dropped)
+    removed = 0
+    for model in (PodHour, NodeHour):
+        removed += model.objects.filter(hour__lt=cutoff).delete()[0]
+    log.info("ledger retention: deleted %d pod and node rows before %s", removed, cutoff.date())
+    return removed
