@@ -111,7 +111,10 @@ class Bucket(models.Model):
     class Meta:
         ordering = ["cluster", "hour"]
         constraints = [models.UniqueConstraint(fields=["cluster", "hour"], name="uniq_bucket")]
-        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"]),
+            models.Index(fields=["collected_at"], name="bucket_collected_at"),  # the ledger's version (API cache)
+        ]
 
     def __str__(self) -> str:
         return f"{self.cluster_id}@{self.hour:%Y-%m-%dT%H} {self.state}/{self.status}"
