@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 CLUSTER = "bench-api-large"
 POOLS = [("h100-a", "NVIDIA-H100-80GB-HBM3", 500), ("h100-b", "NVIDIA-H100-80GB-HBM3", 250)]
 POOLS += [("a100", "NVIDIA-A100-SXM4-80GB", 300), ("NVIDIA-L40S", "NVIDIA-L40S", 200)]
-PRICES = {"NVIDIA-H100-80GB-HBM3": 4.0, "NVIDIA-A100-SXM4-80GB": 2.5, "NVIDIA-L40S": 1.5}
+PRICES = {"NVIDIA-H100-80GB-HBM3": Decimal("4.00"), "NVIDIA-A100-SXM4-80GB": Decimal("2.50"),
+          "NVIDIA-L40S": Decimal("1.50")}
 SHAPES = [[8], [8], [4, 4], [4, 2, 2], [2, 2, 2, 1, 1], [1] * 8]
 # Job kind -> sm_active range.
 KINDS = {
@@ -97,13 +99,13 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
     if (
         cluster is not None
         and Bucket.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end, status="ok").count() == hours
-        and cluster.kube_context == f"bench-{ns_per_team}"  # marks how the rows were generated
+        and cluster.kube_context == f"bench-v2-{ns_per_team}"  # marks how the rows were generated
     ):
         print(f"fill: reusing the {hours} buckets already written for {CLUSTER}", flush=True)
     else:
         if cluster is not None:
             cluster.delete()
-        cluster = Cluster.objects.create(name=CLUSTER, source="simulator", kube_context=f"bench-{ns_per_team}")
+        cluster = Cluster.objects.create(name=CLUSTER, source="simulator", kube_context=f"bench-v2-{ns_per_team}")
         rng = random.Random(seed)
         teams = [f"team-{i:02d}" for i in range(24)]
         nodes = _jobs(rng, start, end, teams, ns_per_team)
@@ -129,7 +131,8 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
                     working = {s: gpu_hours * values[s] if measured else 0.0 for s in SIGNALS}
                     idle = {s: gpu_hours * (1 - values[s]) if measured else 0.0 for s in SIGNALS}
                     unmeasured = dict.fromkeys(SIGNALS, 0.0 if measured else gpu_hours)
-                    pfact = PodFact(uid, namespace, pod, name, team, {"nvidia.com/gpu": width}, held)
+                    pfact = PodFact(uid, namespace, pod, name, team, {"nvidia.com/gpu": width}, held,
+                                    workload=f"Job/{pod.rsplit('-', 1)[0]}")
                     pods.append(PodRow(pfact, group, model, width, price, gpu_hours, working, idle, unmeasured))
                 node_rows.append(NodeRow(fact, 8.0, allocated, 8.0 - allocated, 0.0, False))
             owner = f"bench-api-{os.getpid()}"
