@@ -1,46 +1,77 @@
-# gpufinops: the two commands are `make run` and `make test` (README "Quick start").
-# Each target is a thin wrapper around Python; the README lists the plain commands for machines without make.
+# gpufinops: the two commands are `make run` and `make test` (README "Quick start"). Both create a virtual
+# environment in .venv and install the project into it when needed (no .venv yet, or pyproject.toml newer than
+# the last install), so a fresh clone needs nothing but Python 3.11. `make ... USE_VENV=0` uses the current
+# interpreter as it is instead. The README lists the plain commands for machines without make.
 
-PYTHON ?= python
+BOOTSTRAP_PYTHON ?= $(shell command -v python3.11 || command -v python3 || command -v python)
+VENV ?= .venv
+USE_VENV ?= 1
 HOST ?= 127.0.0.1
 PORT ?= 8000
 URL := http://$(HOST):$(PORT)/
 
-.PHONY: run demo test lint bench migrate static check-deploy install help
+ifeq ($(USE_VENV),1)
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.gpufinops-installed
+else
+PYTHON ?= python
+STAMP :=
+endif
+
+.PHONY: run demo test lint bench migrate static check-deploy install help deploy-render deploy-validate rules-test
 
 help:
-	@echo "make run    - migrate (SQLite under var/ unless DATABASE_URL is set), seed the demo cluster, serve $(URL)"
-	@echo "make demo   - same as make run"
-	@echo "make test   - the test suite (python -m pytest -q)"
+	@echo "make run    - install into .venv if needed, migrate (SQLite under var/ unless DATABASE_URL is set),"
+	@echo "              seed the simulated demo cluster, serve $(URL)"
+	@echo "make test   - install into .venv if needed, run the test suite (python -m pytest -q)"
 	@echo "make lint   - ruff check ."
 	@echo "make bench  - the benchmarks in bench/"
+	@echo "make deploy-render deploy-validate rules-test - render and validate deploy/ (docs/deploy.md)"
 
-install:
-	$(PYTHON) -m pip install -e '.[dev]'
+# ---- The environment: created and (re)installed only when needed ----
+$(VENV)/bin/python:
+	$(BOOTSTRAP_PYTHON) -m venv $(VENV)
 
-migrate:
+$(VENV)/.gpufinops-installed: pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)
+
+migrate: $(STAMP)
 	$(PYTHON) manage.py migrate --noinput
 
 # Static files need no build step: js/plotly.min.js is served from the installed plotly package by
 # apps.dashboard.staticfiles.PlotlyFinder; `collectstatic` copies everything into STATIC_ROOT for production.
-static:
+static: $(STAMP)
 	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
 
 run: migrate
-	@if ls apps/*/management/commands/demo.py >/dev/null 2>&1; then $(PYTHON) manage.py demo; fi
+	$(PYTHON) manage.py demo
 	@if [ -n "$$DISPLAY" ]; then (sleep 2; $(PYTHON) -m webbrowser -t $(URL) >/dev/null 2>&1) & fi
 	$(PYTHON) manage.py runserver $(HOST):$(PORT)
 
 demo: run
 
-test:
+test: $(STAMP)
 	$(PYTHON) -m pytest -q
 
-lint:
-	ruff check .
+lint: $(STAMP)
+	$(PYTHON) -m ruff check .
 
-bench:
+bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done
 
-check-deploy:
+check-deploy: $(STAMP)
 	$(PYTHON) manage.py check --deploy --fail-level WARNING
+
+# ---- Kubernetes manifests and alert rules (docs/deploy.md, docs/operations.md) ----
+deploy-render: $(STAMP)
+	$(PYTHON) deploy/render.py --all --out var/deploy
+
+deploy-validate: deploy-render
+	$(PYTHON) deploy/validate.py var/deploy/*.yaml
+
+rules-test:
+	promtool check rules deploy/monitoring/gpufinops-rules.yaml
+	cd deploy/monitoring && promtool test rules gpufinops-rules.test.yaml

@@ -23,6 +23,10 @@ SECRET_KEY = envsecret("SECRET_KEY", "") or (
     _DEV_SECRET if DEBUG else MISSING_SECRET_PREFIX + secrets.token_urlsafe(48)
 )
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"] if DEBUG else [])
+# Kubernetes: probes and Prometheus reach a pod by its IP (Host: <pod IP>:8000); the manifests pass the pod's
+# own IP as POD_IP (downward API) so those requests pass host validation (docs/deploy.md, "Probes").
+if envstr("POD_IP", "") and envstr("POD_IP", "") not in ALLOWED_HOSTS:
+    ALLOWED_HOSTS.append(envstr("POD_IP", ""))
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -44,6 +48,7 @@ INSTALLED_APPS = [
     "apps.capacity",
     "apps.queues",
     "apps.reports",
+    "apps.monitoring",
     "apps.dashboard",
     "devtools",
 ]
@@ -122,7 +127,7 @@ LOGOUT_REDIRECT_URL = "/"
 # ---- Security (HTTPS settings follow the environment; see `check --deploy`) ----
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", not DEBUG)
 # Probes and Prometheus scrape the pod over plain HTTP inside the cluster: never redirected.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^livez$", r"^metrics$"]
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
@@ -197,6 +202,20 @@ DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "gpufinops@localhost")
 # Where links in emails point (the dashboard's public address).
 GPUFINOPS_BASE_URL = envstr("GPUFINOPS_BASE_URL", "http://127.0.0.1:8000")
 
+# ---- Finance reports and the FOCUS export (apps/reports, docs/reports.md) ----
+# Final periods ending within this many days are checked for restatements on every report run.
+GPUFINOPS_REPORT_RESTATE_DAYS = envint("GPUFINOPS_REPORT_RESTATE_DAYS", 93)
+# Attachments larger than this are not attached (the e-mail links to the archive's copy and prints its SHA-256).
+GPUFINOPS_REPORT_MAX_ATTACHMENT_BYTES = envint("GPUFINOPS_REPORT_MAX_ATTACHMENT_BYTES", 10_000_000)
+# Longest range of one /api/v1/exports/focus/ request.
+GPUFINOPS_FOCUS_MAX_DAYS = envint("GPUFINOPS_FOCUS_MAX_DAYS", 93)
+# FOCUS names: the internal platform that issues the chargeback (ProviderName, PublisherName, InvoiceIssuerName),
+# the billing account every team's sub-account belongs to, and the prefix of the monthly InvoiceId.
+GPUFINOPS_FOCUS_PROVIDER_NAME = envstr("GPUFINOPS_FOCUS_PROVIDER_NAME", "GPU Platform")
+GPUFINOPS_FOCUS_BILLING_ACCOUNT_ID = envstr("GPUFINOPS_FOCUS_BILLING_ACCOUNT_ID", "gpu-fleet")
+GPUFINOPS_FOCUS_BILLING_ACCOUNT_NAME = envstr("GPUFINOPS_FOCUS_BILLING_ACCOUNT_NAME", "GPU fleet")
+GPUFINOPS_FOCUS_INVOICE_PREFIX = envstr("GPUFINOPS_FOCUS_INVOICE_PREFIX", "gpufinops")
+
 # ---- REST API ----
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -262,6 +281,9 @@ GPUFINOPS_ABANDON_AFTER_DAYS = envint("GPUFINOPS_ABANDON_AFTER_DAYS", 14)
 # At most this many buckets per cluster in one scheduled run (oldest first), so a long catch-up finishes
 # within the task's time limit and continues on the next run. `collect --since` is not capped.
 GPUFINOPS_MAX_BUCKETS_PER_RUN = envint("GPUFINOPS_MAX_BUCKETS_PER_RUN", 48)
+# Pod and node rows are kept this many whole months (then dropped by month: `prune_ledger`); the rollups every
+# report reads are kept. 0 keeps everything.
+GPUFINOPS_LEDGER_KEEP_MONTHS = envint("GPUFINOPS_LEDGER_KEEP_MONTHS", 13)
 # The activity signal the dashboards, reports and API use unless asked for another (ledger.md "Activity").
 GPUFINOPS_DEFAULT_SIGNAL = envstr("GPUFINOPS_DEFAULT_SIGNAL", "sm_active")
 GPUFINOPS_API_MAX_RANGE_DAYS = envint("GPUFINOPS_API_MAX_RANGE_DAYS", 400)
@@ -282,11 +304,35 @@ GPUFINOPS_SECRETS_KEY = envsecret("GPUFINOPS_SECRETS_KEY", "")
 GPUFINOPS_PROMETHEUS_TIMEOUT = envfloat("GPUFINOPS_PROMETHEUS_TIMEOUT", 30.0)
 GPUFINOPS_KUBERNETES_TIMEOUT = envfloat("GPUFINOPS_KUBERNETES_TIMEOUT", 30.0)
 
+# ---- Self-monitoring (apps/monitoring, docs/operations.md) ----
+# GET /metrics is served to a bearer token, to clients inside these networks, and to signed-in staff.
+GPUFINOPS_METRICS_TOKEN = envsecret("GPUFINOPS_METRICS_TOKEN", "")
+GPUFINOPS_METRICS_ALLOWED_NETWORKS = envlist("GPUFINOPS_METRICS_ALLOWED_NETWORKS", ["127.0.0.1/32", "::1/128"])
+GPUFINOPS_METRICS_WINDOW_DAYS = envint("GPUFINOPS_METRICS_WINDOW_DAYS", 7)  # gpufinops_buckets counts these days
+GPUFINOPS_COLLECTION_RUN_DAYS = envint("GPUFINOPS_COLLECTION_RUN_DAYS", 7)  # CollectionRun rows kept this long
+# Celery workers touch this file from their event loop (the liveness probe checks its age); unset: off.
+GPUFINOPS_WORKER_HEARTBEAT_FILE = envstr("GPUFINOPS_WORKER_HEARTBEAT_FILE", "")
+# Celery keeps Django's LOGGING (JSON lines in production) instead of installing its own root handler.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# ---- Logging: one line per event on stderr; JSON (LOG_FORMAT=json) by default when DEBUG is off. Lines
+# logged during a collection carry `cluster` and `bucket` (apps/monitoring/logs.py).
+LOG_FORMAT = envstr("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "apps.monitoring.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"()": "apps.monitoring.logs.PlainFormatter"},
+        "json": {"()": "apps.monitoring.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

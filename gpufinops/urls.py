@@ -4,5 +4,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpufinops.api_urls")),
+    path("", include("apps.monitoring.urls")),  # /metrics (Prometheus, protected) and /livez (liveness)
     path("", include("apps.dashboard.urls")),
 ]
