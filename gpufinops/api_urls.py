@@ -10,6 +10,7 @@ urlpatterns = [
     path("", include(("apps.usage.api.urls", "usage-api"))),
     path("", include(("apps.capacity.api.urls", "capacity-api"))),
     path("", include(("apps.queues.api.urls", "queues-api"))),
+    path("", include(("apps.reports.api.urls", "reports-api"))),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path(
         "docs/",

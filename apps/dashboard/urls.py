@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from apps.dashboard import views
+from apps.reports import views as report_views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -9,6 +10,8 @@ urlpatterns = [
     path("capacity/", views.capacity, name="capacity"),
     path("queues/", views.queues, name="queues"),
     path("data-status/", views.data_status_page, name="data-status"),
+    path("reports/", views.reports_page, name="reports"),
+    path("reports/unsubscribe/<str:token>/", report_views.unsubscribe, name="report-unsubscribe"),
     path("healthz", views.healthz, name="healthz"),
     # Session sign-in for the dashboards and the browsable API (LOGIN_URL = /accounts/login/).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -18,6 +18,7 @@ from apps.capacity.selectors import fragmentation_at, fragmentation_range, pendi
 from apps.dashboard import charts
 from apps.inventory.models import Cluster
 from apps.queues.selectors import queue_list, queue_usage
+from apps.reports import archive as report_archive
 from apps.usage.activity import default_signal
 from apps.usage.selectors import busy_share, clusters_missing_signal, data_status, idle_allocation_list, usage_report
 
@@ -105,6 +106,13 @@ def data_status_page(request: HttpRequest) -> HttpResponse:
         "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams),
         "abandon_days": settings.GPUFINOPS_ABANDON_AFTER_DAYS,
     })
+
+
+@login_required
+def reports_page(request: HttpRequest) -> HttpResponse:
+    """The report archive: every period's editions the user may see (finance and staff: all; team leads: their
+    teams'), with status, totals, coverage, digests and the exact files; and the periods still due."""
+    return render(request, "reports/index.html", report_archive.page(request.user, request.GET.get("period")))
 
 
 def database_status() -> str:

@@ -61,6 +61,7 @@ FOCUS_COLUMNS: tuple[str, ...] = (
     "ChargeFrequency",
     "ChargePeriodEnd",
     "ChargePeriodStart",
+    "CommitmentDiscountStatus",
     "ConsumedQuantity",
     "ConsumedUnit",
     "ContractedCost",
@@ -202,6 +203,8 @@ def _common(period: tuple[datetime, datetime], names: dict[str, str]) -> dict[st
         "ChargeCategory": "Usage",
         "ChargeClass": None,
         "ChargeFrequency": "Usage-Based",
+        # No commitment discounts: null (present because ConsumedQuantity's rules are conditioned on it).
+        "CommitmentDiscountStatus": None,
         "ChargePeriodStart": _iso(start),
         "ChargePeriodEnd": _iso(end),
         "InvoiceId": f"{settings.GPUFINOPS_FOCUS_INVOICE_PREFIX}-{billing_start:%Y-%m}",
@@ -403,6 +406,18 @@ def focus_rows(
     if scope.fleet:
         yield from node_rows(start=start, end=end, granularity=granularity, provisional=provisional,
                              cluster_names=cluster_names)
+
+
+def retention_cutoff(now: datetime) -> datetime | None:
+    """Pod and node rows before this are pruned (GPUFINOPS_LEDGER_KEEP_MONTHS, whole months; None: all kept), so
+    an export reaching before it would not add up to the capacity cost."""
+    keep = getattr(settings, "GPUFINOPS_LEDGER_KEEP_MONTHS", 0)
+    if keep <= 0:
+        return None
+    cutoff = month_start(now)
+    for _ in range(keep):
+        cutoff = month_start(cutoff - timedelta(days=1))
+    return cutoff
 
 
 def focus_csv(**kwargs) -> bytes:

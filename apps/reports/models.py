@@ -115,7 +115,7 @@ class ReportEdition(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["kind", "period", "scope", "version"], name="uniq_report_edition"),
         ]
-        indexes = [models.Index(fields=["kind", "period_start"])]
+        indexes = [models.Index(fields=["kind", "period_start"], name="reportedition_kind_start")]
 
     def __str__(self) -> str:
         return f"{self.period} {self.scope} v{self.version} {self.status}"

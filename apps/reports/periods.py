@@ -130,8 +130,9 @@ class PeriodState:
 
     @property
     def final(self) -> bool:
-        """Every hour of the period is over and, for every cluster that existed in it, final and OK."""
-        return self.ended and all(c.complete for c in self.clusters)
+        """Every hour of the period is over and, for every cluster that existed in it (at least one), final and
+        OK. A period no cluster was collecting in has nothing to close."""
+        return self.ended and bool(self.clusters) and all(c.complete for c in self.clusters)
 
     @property
     def collected(self) -> int:
@@ -149,6 +150,8 @@ class PeriodState:
         """Why the period is not final, in one line; None when it is."""
         if self.final:
             return None
+        if not self.clusters:
+            return f"no cluster was collecting in this {self.period.noun}"
         if not self.ended:
             elapsed = max((c.elapsed for c in self.clusters), default=0)
             return f"the {self.period.noun} is not over ({elapsed} of {self.period.hours} hours so far)"

@@ -36,7 +36,7 @@ def top_idle(
                               visible_teams=visible_teams)
         rows = [
             {"team": r["team"], "cluster": r["cluster"], "namespace": r.get("namespace", ""),
-             "name": r["workload"] or "(no controller)", "allocated_gpu_hours": r["allocated_gpu_hours"],
+             "name": r["workload"] or "(workload not recorded)", "allocated_gpu_hours": r["allocated_gpu_hours"],
              "idle_gpu_hours": r["idle_gpu_hours"], "cost": r["cost"], "idle_cost": r["idle_cost"],
              "unpriced_gpu_hours": r["unpriced_gpu_hours"]}
             for r in report.results

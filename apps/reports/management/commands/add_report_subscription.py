@@ -1,25 +1,31 @@
+"""`manage.py add_report_subscription EMAIL [--team T]... [--monthly]` (interfaces.md)."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.core.validators import validate_email
 
-from apps.reports.models import ReportSubscription
+from apps.reports.models import Cadence
+from apps.reports.subscriptions import resolve_scope, subscribe
 
 
 class Command(BaseCommand):
-    help = "Subscribe an email address to the weekly report (all teams, or only --team ones)."
+    help = ("Subscribe the person with this e-mail address to the weekly (or --monthly) report: every team they may "
+            "see (recomputed at each send), or only the --team ones. Unknown teams and teams the person may not "
+            "see are refused.")
 
     def add_arguments(self, parser):
         parser.add_argument("email")
-        parser.add_argument("--team", action="append", default=[], help="limit to this team (repeatable)")
+        parser.add_argument("--team", action="append", default=[], help="only this team (repeatable)")
+        parser.add_argument("--monthly", action="store_true", help="the calendar-month report instead of the weekly")
 
     def handle(self, *args, **opts):
+        cadence = Cadence.MONTHLY if opts["monthly"] else Cadence.WEEKLY
         try:
-            validate_email(opts["email"])
+            sub, created = subscribe(opts["email"], opts["team"], cadence=cadence)
         except ValidationError as exc:
-            raise CommandError(f"not an email address: {opts['email']!r}") from exc
-        sub, created = ReportSubscription.objects.update_or_create(
-            email=opts["email"], defaults={"teams": sorted(set(opts["team"])), "active": True}
-        )
-        self.stdout.write(f"{'subscribed' if created else 'updated'}: {sub}")
+            raise CommandError("; ".join(exc.messages)) from exc
+        scope, _ = resolve_scope(sub)
+        covers = scope.label + (" with the fleet's capacity" if scope and scope.fleet else "") if scope else "nothing"
+        self.stdout.write(f"{'subscribed' if created else 'updated'}: {sub.user.get_username()} <{sub.user.email}> "
+                          f"{cadence}, now covering {covers}")

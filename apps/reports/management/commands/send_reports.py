@@ -1,17 +1,26 @@
+"""`manage.py send_reports [--period 2026-W47|2026-11] [--force] [--kind weekly|monthly] [--now ISO]`: the beat's
+twin (interfaces.md). Exits non-zero when a send failed (retried on the next run)."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from apps.reports.services import send_weekly_reports
+from apps.reports.periods import KINDS, parse_period
+from apps.reports.services import send_reports
 
 
 class Command(BaseCommand):
-    help = "Email the last complete week's GPU cost report to every subscription that has not had it."
+    help = ("Send every due report (weekly: the last ISO week; monthly: the last calendar month) once its hours are "
+            "final, and restatements of final periods whose figures changed. --force sends a provisional edition "
+            "of a period that is not final yet; the final edition still follows.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--now", help="ISO 8601 instant to act as (default: now); the week before it is sent")
-        parser.add_argument("--force", action="store_true", help="send even if some bucket of the week is not final")
+        parser.add_argument("--period", help="one period: an ISO week (2026-W47) or a month (2026-11)")
+        parser.add_argument("--force", action="store_true",
+                            help="send a provisional edition when the period is not final yet")
+        parser.add_argument("--kind", choices=KINDS, help="only weekly or only monthly subscriptions")
+        parser.add_argument("--now", help="ISO 8601 instant to act as (default: now)")
 
     def handle(self, *args, **opts):
         now = None
@@ -19,12 +28,26 @@ class Command(BaseCommand):
             now = parse_datetime(opts["now"])
             if now is None or now.tzinfo is None:
                 raise CommandError(f"--now must be an ISO 8601 time with a zone, got {opts['now']!r}")
-        outcome = send_weekly_reports(now=now, force=opts["force"])
-        week = f"week {outcome.start:%Y-%m-%d} .. {outcome.end:%Y-%m-%d}"
-        if outcome.waiting:
-            self.stdout.write(f"{week}: not sealed yet ({outcome.waiting}); nothing sent (use --force to send anyway)")
-            return
-        self.stdout.write(f"{week}: {len(outcome.sent)} sent, {len(outcome.skipped)} already sent or in progress")
+        period = None
+        if opts["period"]:
+            try:
+                period = parse_period(opts["period"])
+            except ValueError as exc:
+                raise CommandError(f"--period: {exc}") from exc
+        kinds = (opts["kind"],) if opts["kind"] else KINDS
+        outcome = send_reports(now=now, period=period, kinds=kinds, force=opts["force"])
+        for p in [*outcome.periods, *outcome.restated]:
+            head = f"{p.period.label} ({p.period.start:%Y-%m-%d} .. {p.period.end:%Y-%m-%d})"
+            coverage = "n/a" if p.coverage is None else f"{p.coverage:.1%}"
+            if p.waiting and not (p.sent or p.editions or p.failed):
+                self.stdout.write(f"{head}: not final yet, coverage {coverage} ({p.waiting}); nothing sent "
+                                  "(--force sends a provisional edition)")
+                continue
+            state = "final" if p.final else f"provisional, coverage {coverage}"
+            self.stdout.write(f"{head}: {state}; {len(p.editions)} new edition(s), {len(p.sent)} sent, "
+                              f"{len(p.skipped)} skipped")
+            for line in [*p.editions, *p.sent, *p.skipped]:
+                self.stdout.write(f"  {line}")
         if outcome.failed:
             failures = "; ".join(f"{k}: {v}" for k, v in outcome.failed.items())
             raise CommandError(f"{len(outcome.failed)} failed (retried on the next run): {failures}")
