@@ -22,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -198,9 +198,9 @@ def ledger_version() -> tuple:
     """Changes whenever the ledger does: every bucket write stamps `collected_at` (indexed, so its maximum is
     one index probe), and deleting a cluster (which drops its buckets) changes the clusters' count and
     largest id. Cheap on purpose: it runs on every usage request."""
-    latest = Bucket.objects.aggregate(latest=Max("collected_at"))["latest"]
-    clusters = Cluster.objects.aggregate(n=Count("id"), top=Max("id"))
-    return (latest.isoformat() if latest else "", clusters["n"], clusters["top"])
+    newest = Bucket.objects.filter(collected_at__isnull=False).order_by("-collected_at").values("collected_at")[:1]
+    v = Cluster.objects.aggregate(n=Count("id"), top=Max("id"), latest=Max(Subquery(newest)))  # one query
+    return (v["latest"].isoformat() if v["latest"] else "", v["n"], v["top"])
 
 
 def usage_report(
