@@ -30,8 +30,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the OpenMetrics file and TSDB")
     args = ap.parse_args()
 
-    from apps.simulator.exposition import export_openmetrics, stderr_progress
-    from apps.simulator.scenario import build_scenario, floor_hour
+    from devtools.simulator.exposition import dcgm_samples, export_openmetrics, stderr_progress
+    from devtools.simulator.model import floor_hour
+    from devtools.simulator.scenarios import build_scenario
     from tests.harness.prometheus import PrometheusServer
     from tests.harness.services import free_port
 
@@ -44,7 +45,7 @@ def main() -> int:
         sc = build_scenario("large", seed=args.seed, end=end)
         build_s = time.perf_counter() - t
         t = time.perf_counter()
-        one = sc.dcgm_samples(since + timedelta(minutes=7))
+        one = dcgm_samples(sc, since + timedelta(minutes=7))
         instant_s = time.perf_counter() - t
         print(
             f"build large: {build_s:.2f}s ({len(sc.nodes)} nodes, {sum(n.gpus for n in sc.nodes)} GPUs, "

@@ -11,8 +11,8 @@ from rest_framework.test import APIClient
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
 from apps.capacity.services import prune_capacity_history
 from apps.inventory.models import Cluster, Team
-from apps.simulator.oracle import expected_fragmentation, expected_pending
 from tests.harness.kube_world import record_world
+from tests.oracle import expected_fragmentation, expected_pending
 
 pytestmark = pytest.mark.django_db
 

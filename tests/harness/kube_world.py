@@ -33,8 +33,8 @@ class KubeWorld:
 
 
 def start_kube_world() -> Iterator[KubeWorld]:
-    from apps.simulator.k8s_api import start_server
-    from apps.simulator.scenario import build_scenario
+    from devtools.simulator.k8s_api import start_server
+    from devtools.simulator.scenarios import build_scenario
 
     scenario = build_scenario("demo", seed=0, end=END, days=2)
     server = start_server(scenario, host="127.0.0.1", port=0)

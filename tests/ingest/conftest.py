@@ -46,8 +46,8 @@ def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *ex
 
 
 def _world(tmp: Path, *extra: str) -> Iterator[SimWorld]:
-    from apps.simulator.k8s_api import start_server
-    from apps.simulator.scenario import build_scenario
+    from devtools.simulator.k8s_api import start_server
+    from devtools.simulator.scenarios import build_scenario
 
     require_binary("promtool")
     require_binary("prometheus")

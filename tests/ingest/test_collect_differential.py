@@ -37,7 +37,7 @@ def checksum() -> str:
 
 
 def test_it_matches_the_oracle_per_team_and_hour(sim_world):
-    from apps.simulator.oracle import expected_ledger
+    from tests.oracle import expected_ledger
 
     cluster = make_cluster(sim_world)
     report = collect_cluster(cluster, sim_world.hours, now=sim_world.end)

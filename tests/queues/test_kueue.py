@@ -14,9 +14,9 @@ from apps.inventory.models import Cluster, Team
 from apps.queues.models import ClusterQueueSnapshot, QueueCollection, QuotaSnapshot, Workload
 from apps.queues.selectors import percentile
 from apps.queues.services import prune_queue_history
-from apps.simulator.oracle import expected_queues
 from apps.usage.models import PodHour
 from tests.harness.kube_world import record_world
+from tests.oracle import expected_queues
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,7 @@ def test_it_matches_the_oracle_quota_through_the_api(kube_world, cluster):
 
 
 def test_it_falls_back_to_v1beta1_with_its_field_names(kube_world, cluster, monkeypatch):
-    monkeypatch.setattr("apps.simulator.k8s_api.KUEUE_VERSIONS", ("v1beta1",))
+    monkeypatch.setattr("devtools.simulator.k8s_api.KUEUE_VERSIONS", ("v1beta1",))
     record_world(kube_world, cluster)
     collection = QueueCollection.objects.get()
     assert collection.api_version == "v1beta1"
@@ -68,7 +68,7 @@ def test_it_falls_back_to_v1beta1_with_its_field_names(kube_world, cluster, monk
 
 
 def test_it_records_no_queues_and_no_error_without_kueue(kube_world, cluster, monkeypatch):
-    monkeypatch.setattr("apps.simulator.k8s_api.KUEUE_VERSIONS", ())
+    monkeypatch.setattr("devtools.simulator.k8s_api.KUEUE_VERSIONS", ())
     record_world(kube_world, cluster)
     collection = QueueCollection.objects.get()
     assert collection.api_version == ""

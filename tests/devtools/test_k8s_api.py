@@ -10,6 +10,8 @@ from datetime import timedelta
 import pytest
 from kubernetes import client, config
 
+from devtools.simulator.objects import k8s_objects
+
 
 @pytest.fixture
 def api(served, tmp_path):
@@ -42,7 +44,7 @@ def test_it_lists_core_objects_across_pages_into_client_models(api, demo):
     pods, pages = _pages(v1.list_pod_for_all_namespaces, 5)
     assert pages > 3
     assert all(isinstance(p, client.V1Pod) for p in pods)
-    expected = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in demo.k8s_objects("pods", demo.end)}
+    expected = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in k8s_objects(demo, "pods", demo.end)}
     assert {(p.metadata.namespace, p.metadata.name) for p in pods} == expected
     running = [p for p in pods if p.status.phase == "Running"]
     assert running and all(p.status.start_time is not None and p.spec.node_name for p in running)

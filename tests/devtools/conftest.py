@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from apps.simulator.scenario import build_scenario
+from devtools.simulator.scenarios import build_scenario
 
 END = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -16,7 +16,7 @@ def demo():
 
 @pytest.fixture(scope="session")
 def served(demo):
-    from apps.simulator.k8s_api import start_server
+    from devtools.simulator.k8s_api import start_server
 
     srv = start_server(demo)
     yield srv

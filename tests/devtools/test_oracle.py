@@ -7,10 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from apps.simulator.objects import k8s_objects
-from apps.simulator.oracle import expected_fragmentation, expected_ledger, expected_pending, expected_queues
-from apps.simulator.scenario import build_scenario
-from tests.simulator.conftest import END
+from devtools.simulator.exposition import dcgm_samples
+from devtools.simulator.objects import k8s_objects
+from devtools.simulator.scenarios import build_scenario
+from tests.devtools.conftest import END
+from tests.oracle import expected_fragmentation, expected_ledger, expected_pending, expected_queues
 
 
 @pytest.fixture(scope="module")
@@ -129,14 +130,14 @@ def test_it_is_deterministic_from_the_seed():
     b = build_scenario("demo", seed=3, end=END)
     c = build_scenario("demo", seed=4, end=END)
     t = END - timedelta(hours=30)
-    assert a.k8s_objects("pods", t) == b.k8s_objects("pods", t)
-    assert a.dcgm_samples(t) == b.dcgm_samples(t)
-    assert a.dcgm_samples(t) != c.dcgm_samples(t)
+    assert k8s_objects(a, "pods", t) == k8s_objects(b, "pods", t)
+    assert dcgm_samples(a, t) == dcgm_samples(b, t)
+    assert dcgm_samples(a, t) != dcgm_samples(c, t)
 
 
 def test_it_builds_the_large_scenario_with_ten_thousand_gpus():
     sc = build_scenario("large", seed=0, end=END)
     assert len(sc.nodes) == 1250 and sum(n.gpus for n in sc.nodes) == 10000
     assert sc.cluster_name == "sim-large"
-    rows = sc.dcgm_samples(END - timedelta(minutes=30))
+    rows = dcgm_samples(sc, END - timedelta(minutes=30))
     assert len({r[1]["UUID"] for r in rows}) == 10000

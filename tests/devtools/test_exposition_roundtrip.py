@@ -8,8 +8,10 @@ import pytest
 from django.core.management import call_command
 from prometheus_api_client import PrometheusConnect
 
-from apps.simulator.oracle import _SignalCache
 from tests.harness.services import require_binary
+from tests.oracle import _SignalCache
+
+pytestmark = pytest.mark.services
 
 
 @pytest.fixture(scope="module")

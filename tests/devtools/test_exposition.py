@@ -8,6 +8,8 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devtools.simulator.exposition import dcgm_samples
+
 REAL_ORDER = ["gpu", "UUID", "pci_bus_id", "device", "modelName"]
 REQUIRED = {
     "DCGM_FI_PROF_SM_ACTIVE",
@@ -74,7 +76,7 @@ def test_it_exposes_the_prometheus_operator_shape_when_asked(served):
 
 
 def test_it_keeps_the_activity_relations_per_series(demo):
-    rows = demo.dcgm_samples(demo.end)
+    rows = dcgm_samples(demo, demo.end)
     by = {}
     for metric, labels, value in rows:
         by.setdefault(tuple(sorted(labels.items())), {})[metric] = value
@@ -97,7 +99,7 @@ def test_it_keeps_the_activity_relations_per_series(demo):
 def test_it_repeats_the_device_value_for_every_time_sliced_tenant(demo):
     rows = [
         (lab, v)
-        for m, lab, v in demo.dcgm_samples(demo.end)
+        for m, lab, v in dcgm_samples(demo, demo.end)
         if m == "DCGM_FI_PROF_SM_ACTIVE" and lab["Hostname"] == "l4-ts-0" and lab["gpu"] == "0"
     ]
     assert len(rows) == 2 and {lab["vgpu"] for lab, _ in rows} == {"0", "1"}
@@ -106,7 +108,7 @@ def test_it_repeats_the_device_value_for_every_time_sliced_tenant(demo):
 
 def test_it_drops_pod_identity_on_gpus_whose_labels_were_lost(demo):
     ent = demo.gpu_entity("a100-mig-0", 6)
-    rows = [lab for m, lab, v in demo.dcgm_samples(demo.end) if lab["UUID"] == ent.uuid]
+    rows = [lab for m, lab, v in dcgm_samples(demo, demo.end) if lab["UUID"] == ent.uuid]
     assert rows and all(lab["pod"] == "" for lab in rows)
     holder = next(p for p in demo.pods if p.name == "feature-store-0")
     assert holder.held(demo.end.timestamp() - 1)

@@ -1,0 +1,331 @@
+"""python manage.py demo [--scenario demo] [--days 7] [--seed 0]: seed the embedded demo.
+
+Serves the simulated cluster's Kubernetes API and Prometheus on loopback ports, registers the cluster like
+any other (a kubeconfig and a Prometheus URL), sets demo prices, and collects the period through the
+production path (`apps.ingest.services.collect_cluster`, reading the simulated Prometheus with its
+`PrometheusSource`), one UTC day per call, and replays the hourly capacity and queue history.
+
+Where the platform can fork, each server runs in a process of its own and two worker processes (this one
+and a fork) share the days of collection and history, so the demo uses every core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+import secrets
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from itertools import groupby, zip_longest
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+
+from apps.common.timeutils import hours_between
+from apps.inventory.models import Cluster, GpuPrice
+
+# List prices per GPU-hour used only by the demo (a plausible cloud on-demand order of magnitude).
+DEMO_PRICES = {
+    "NVIDIA-H100-80GB-HBM3": "4.00",
+    "NVIDIA-A100-SXM4-80GB": "2.50",
+    "NVIDIA-A100-80GB-PCIe": "2.20",
+    "NVIDIA-L4": "0.80",
+    "NVIDIA-A30": "1.10",
+    "Tesla-T4": "0.40",
+}
+# Scrape interval of the simulated Prometheus. Activity changes every 5 minutes and the collector's
+# history subqueries step 30 s, so 60 s loses nothing the ledger reads.
+SCRAPE_SECONDS = 60
+# Worker processes sharing the collection and history days (the simulated servers run in two more).
+WORKERS = 2
+
+
+@dataclasses.dataclass
+class Tally:
+    """What the workers did: buckets written, failures (hour -> error), Prometheus queries, snapshots."""
+
+    written: int = 0
+    failed: dict = dataclasses.field(default_factory=dict)
+    queries: int = 0
+    snapshots: int = 0
+
+    def add(self, other: Tally) -> None:
+        self.written += other.written
+        self.failed.update(other.failed)
+        self.queries += other.queries
+        self.snapshots += other.snapshots
+
+
+class Command(BaseCommand):
+    help = "Seed the embedded demo: a simulated cluster and a week of ledger collected from it."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--scenario", default="demo")
+        parser.add_argument("--days", type=int, default=7)
+        parser.add_argument("--seed", type=int, default=0)
+
+    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+        if opts["days"] < 1:
+            raise CommandError("--days must be at least 1")
+        # Django's debug cursor would keep (and on SQLite re-quote, one extra query each) every statement.
+        debug, settings.DEBUG = settings.DEBUG, False
+        quiet = _WithoutOwners()
+        logging.getLogger("apps.ingest.collectors.kubernetes").addFilter(quiet)
+        try:
+            self._demo(opts)
+        finally:
+            settings.DEBUG = debug
+            logging.getLogger("apps.ingest.collectors.kubernetes").removeFilter(quiet)
+
+    def _demo(self, opts: dict) -> None:
+        from devtools.simulator.k8s_api import SimServer
+        from devtools.simulator.prometheus_api import PrometheusServer, SimulatedTSDB
+        from devtools.simulator.scenarios import build_scenario
+
+        started = time.monotonic()
+        _bypass_proxies_for_loopback()
+        now = datetime.now(UTC)
+        end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        try:
+            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"] + 1)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        since = now - timedelta(days=opts["days"])
+        hours = hours_between(since, now)
+        snapshots = [at for at in (h + timedelta(hours=1) for h in hours) if at <= now]
+        # Bound here, served by whichever process serves them (no thread may run before the forks).
+        servers = Servers(SimServer(scenario, "127.0.0.1", 0),
+                          PrometheusServer(SimulatedTSDB(scenario, step=SCRAPE_SECONDS), "127.0.0.1", 0))
+        try:
+            servers.kube.set_time(now)
+            kubeconfig = settings.VAR_DIR / f"{scenario.cluster_name}.kubeconfig"
+            servers.kube.write_kubeconfig(str(kubeconfig))
+            cluster, _ = Cluster.objects.update_or_create(
+                name=scenario.cluster_name,
+                defaults={"source": Cluster.Source.SIMULATOR, "kubeconfig_path": str(kubeconfig),
+                          "prometheus_url": servers.prometheus.url},
+            )
+            for model, usd in DEMO_PRICES.items():
+                if not GpuPrice.objects.filter(gpu_model=model).exists():
+                    GpuPrice.objects.create(gpu_model=model, usd_per_gpu_hour=Decimal(usd),
+                                            effective_from=since.date() - timedelta(days=1))
+            self.stdout.write(f"collecting {len(hours)} hours of {cluster.name} from the simulated Kubernetes API "
+                              f"({servers.kube.url}) and Prometheus ({servers.prometheus.url}), and replaying "
+                              f"{len(snapshots)} hourly capacity and queue snapshots")
+            self.stdout.flush()
+            servers.start()
+            _preload()
+            # One task per UTC day and kind, collection and history interleaved so two workers stay busy.
+            tasks = [task for pair in zip_longest(_by_day("ledger", hours), _by_day("history", snapshots))
+                     for task in pair if task]
+            tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours)))
+        finally:
+            servers.stop()
+        self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
+        self.stdout.write(f"{cluster.name}: {tally.written} buckets written, {len(tally.failed)} failed, "
+                          f"{tally.queries} Prometheus queries, {time.monotonic() - started:.1f} s")
+        self._demo_user()
+        if tally.failed:
+            raise CommandError(f"demo collection had failures: {next(iter(tally.failed.values()))}")
+
+    def _demo_user(self) -> None:
+        """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones)."""
+        from django.contrib.auth import get_user_model
+
+        users = get_user_model()
+        if users.objects.exists():
+            return
+        password = secrets.token_urlsafe(12)
+        users.objects.create_user("demo", password=password, is_staff=True)
+        self.stdout.write(self.style.SUCCESS(f"sign in at http://127.0.0.1:8000/ as demo / {password}"))
+
+
+class _WithoutOwners(logging.Filter):
+    """The simulated API serves no ReplicaSets or Jobs (workloads stop at them): one warning per snapshot,
+    hundreds in a demo, says so. Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("ReplicaSets/Jobs could not be read")
+
+
+def _preload() -> None:
+    """Import the collectors once here rather than once in every worker (the Kubernetes client is large)."""
+    from apps.ingest.collectors import kubernetes, prometheus  # noqa: F401
+
+
+def _by_day(kind: str, hours: list[datetime]) -> list[tuple[str, list[datetime]]]:
+    return [(kind, list(day)) for _date, day in groupby(hours, key=lambda h: h.date())]
+
+
+class Workers:
+    """What a worker needs to run a task: the cluster, where the simulated API is, the collection's "now",
+    and a progress counter shared by the workers."""
+
+    def __init__(self, cluster: Cluster, kube_url: str, now: datetime, total: int):
+        self.cluster, self.kube_url, self.now, self.total = cluster, kube_url, now, total
+        self.done = multiprocessing.Value("i", 0)
+
+    def run(self, kind: str, hours: list[datetime]) -> Tally:
+        from apps.ingest import services
+
+        if kind == "history":
+            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours))
+        report = services.collect_cluster(self.cluster, hours, now=self.now, progress=self.progress)
+        return Tally(written=len(report.written), failed={h.isoformat(): e for h, e in report.failed.items()},
+                     queries=report.queries)
+
+    def progress(self, message: str) -> None:
+        with self.done.get_lock():
+            self.done.value += 1
+            n = self.done.value
+        # collect_cluster numbers the buckets of its call; the demo numbers those of the period.
+        print(f"[{n}/{self.total}] {message.split('] ', 1)[-1]}", file=sys.stderr, flush=True)
+
+
+def run_tasks(tasks: list, workers: Workers) -> Tally:
+    """The tasks, shared by this process and a forked one when the platform can fork."""
+    ctx = _fork_context()
+    tally = Tally()
+    if ctx is None:
+        for kind, hours in tasks:
+            tally.add(workers.run(kind, hours))
+        return tally
+    queue = ctx.SimpleQueue()
+    for task in tasks:
+        queue.put(task)
+    for _ in range(WORKERS):
+        queue.put(None)
+    # Each process opens its own connection; settings make SQLite transactions IMMEDIATE, so the workers'
+    # writes wait for each other instead of failing with "database is locked".
+    connections.close_all()
+    children = []
+    for _ in range(WORKERS - 1):
+        receiver, sender = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_child, args=(_work, (queue, workers), sender), daemon=True)
+        child.start()
+        sender.close()
+        children.append((child, receiver))
+    errors = []
+    try:
+        tally.add(_work(queue, workers))
+        for child, receiver in children:
+            try:
+                status, value = receiver.recv()
+            except EOFError:
+                status, value = "error", f"the worker process died (exit code {child.exitcode})"
+            child.join()
+            if status == "ok":
+                tally.add(value)
+            else:
+                errors.append(value)
+    finally:
+        for child, _receiver in children:
+            if child.is_alive():
+                child.terminate()
+                child.join()
+    if errors:
+        raise CommandError("a demo worker failed:\n" + "\n".join(errors))
+    return tally
+
+
+def _work(queue, workers: Workers) -> Tally:  # type: ignore[no-untyped-def]
+    tally = Tally()
+    while (task := queue.get()) is not None:
+        tally.add(workers.run(*task))
+    return tally
+
+
+def _child(fn: Callable, args: tuple, sender) -> None:  # type: ignore[no-untyped-def]
+    try:
+        sender.send(("ok", fn(*args)))
+    except BaseException:
+        sender.send(("error", traceback.format_exc()))
+    finally:
+        connections.close_all()
+
+
+def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int:
+    """Hourly capacity and queue snapshots, each read from the simulated Kubernetes API as of its hour.
+
+    A live installation builds this history one collection at a time; the demo replays it so the
+    fragmentation chart has a past. Only the side snapshots are recorded (nodes and pod observations
+    are the ledger collection's)."""
+    from kubernetes import client
+
+    from apps.ingest import services
+    from apps.ingest.collectors.kubernetes import read_snapshot
+
+    cfg = client.Configuration()
+    cfg.api_key = {"authorization": "sim-token"}
+    cfg.api_key_prefix = {"authorization": "Bearer"}
+    api_client = client.ApiClient(configuration=cfg)
+    for at in hours:
+        cfg.host = f"{kube_url}/at/{at.timestamp():.0f}"  # the simulated API frozen at that hour
+        snap = dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
+        services.record_side_snapshots(cluster, snap)
+    return len(hours)
+
+
+def _bypass_proxies_for_loopback() -> None:
+    """The simulated servers are on loopback: never route them through a proxy from the environment (and
+    requests then skips scanning the environment for proxies on every Prometheus query)."""
+    hosts = [h for h in os.environ.get("NO_PROXY", os.environ.get("no_proxy", "")).split(",") if h]
+    for host in ("127.0.0.1", "localhost"):
+        if host not in hosts:
+            hosts.append(host)
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(hosts)
+
+
+def _fork_context():  # type: ignore[no-untyped-def]
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform: everything runs in this process
+        return None
+
+
+class Servers:
+    """The simulated Kubernetes API and Prometheus, each served from a forked process when possible (a Python
+    process that serves and queries itself spends much of its time waiting for its own interpreter lock)."""
+
+    def __init__(self, kube, prometheus):  # type: ignore[no-untyped-def]
+        self.kube, self.prometheus = kube, prometheus
+        self.processes: list = []
+
+    def start(self) -> None:
+        ctx = _fork_context()
+        if ctx is None:
+            self.kube.start()
+            self.prometheus.start()
+            return
+        connections.close_all()  # the children never touch the database
+        for server in (self.kube, self.prometheus):
+            process = ctx.Process(target=_serve, args=(server,), daemon=True)
+            process.start()
+            self.processes.append(process)
+        for server in (self.kube, self.prometheus):  # served by the children; this process keeps no copy
+            server.httpd.server_close()
+
+    def stop(self) -> None:
+        if self.processes:
+            for process in self.processes:
+                if process.is_alive():
+                    process.terminate()
+                    process.join()
+            return
+        for server in (self.kube, self.prometheus):
+            if server.thread.is_alive():
+                server.stop()
+            else:
+                server.httpd.server_close()
+
+
+def _serve(server) -> None:  # type: ignore[no-untyped-def]
+    server.start()
+    server.thread.join()

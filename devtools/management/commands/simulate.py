@@ -1,0 +1,149 @@
+"""python manage.py simulate serve | export-openmetrics  (the simulated GPU cluster).
+
+`serve` runs the Kubernetes API (with dcgm-exporter /metrics) and a Prometheus query API over the scenario;
+`export-openmetrics` writes its history for promtool (tests and benchmarks load it into a real Prometheus).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from datetime import UTC, datetime
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+def _parse_time(value: str) -> datetime:
+    try:
+        v = value.strip()
+        if v.endswith("Z"):
+            v = v[:-1] + "+00:00"
+        dt = datetime.fromisoformat(v)
+    except ValueError as exc:
+        raise CommandError(f"invalid ISO 8601 time: {value!r}") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+class Command(BaseCommand):
+    help = (
+        "Simulated GPU cluster: serve a Kubernetes API + dcgm /metrics and a Prometheus query API, "
+        "or export OpenMetrics history."
+    )
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        s = sub.add_parser("serve", help="serve the Kubernetes API subset, /metrics and Prometheus until Ctrl-C")
+        s.add_argument("--scenario", default="demo")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--at", help="simulated time (ISO 8601); default: follow the wall clock")
+        s.add_argument("--end", help="scenario end (hour-aligned ISO 8601); default: --at (or now) ceiled to the hour")
+        s.add_argument("--days", type=float, default=7)
+        s.add_argument("--host", default="127.0.0.1")
+        s.add_argument("--port", type=int, default=0)
+        s.add_argument("--kubeconfig-out", default="var/sim-kubeconfig.yaml")
+        s.add_argument("--prometheus-port", type=int, default=0)
+        s.add_argument("--scrape-seconds", type=int, default=60, help="the simulated Prometheus' scrape interval")
+        e = sub.add_parser("export-openmetrics", help="write DCGM + kube-state-metrics history as OpenMetrics")
+        e.add_argument("--scenario", default="demo")
+        e.add_argument("--seed", type=int, default=0)
+        e.add_argument("--since", required=True)
+        e.add_argument("--until", required=True)
+        e.add_argument("--step", type=int, default=30)
+        e.add_argument("--end", help="scenario end (hour-aligned); default: --until ceiled to the hour")
+        e.add_argument(
+            "--days", type=float, default=None, help="scenario length; default 7 days or enough to cover --since"
+        )
+        e.add_argument("--hostname-label", choices=["Hostname", "hostname"], default="Hostname")
+        e.add_argument(
+            "--exported-labels",
+            action="store_true",
+            help="Prometheus Operator honorLabels=false shape (exported_pod, exported_namespace)",
+        )
+        e.add_argument("--metrics", help="comma-separated metric families to export (default: all)")
+        e.add_argument("--no-ksm", action="store_true", help="DCGM series only")
+        e.add_argument("--out", required=True)
+
+    def handle(self, *args, **opts):
+        from devtools.simulator.model import ceil_hour
+        from devtools.simulator.scenarios import build_scenario
+
+        if opts["action"] == "serve":
+            from devtools.simulator.k8s_api import start_server
+            from devtools.simulator.prometheus_api import start_prometheus
+
+            at = _parse_time(opts["at"]) if opts.get("at") else None
+            end = _parse_time(opts["end"]) if opts.get("end") else ceil_hour(at or datetime.now(UTC))
+            try:
+                sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+            if opts["scrape_seconds"] <= 0:
+                raise CommandError("--scrape-seconds must be positive")
+            srv = start_server(sc, host=opts["host"], port=opts["port"])
+            prometheus = start_prometheus(sc, host=opts["host"], port=opts["prometheus_port"],
+                                          step=opts["scrape_seconds"])
+            srv.set_time(at)
+            path = srv.write_kubeconfig(opts["kubeconfig_out"])
+            self.stdout.write(
+                f"simulated cluster {sc.cluster_name} ({opts['scenario']}, seed {opts['seed']}) "
+                f"covering {sc.start.isoformat()} .. {sc.end.isoformat()}"
+            )
+            self.stdout.write(f"url: {srv.url}")
+            self.stdout.write(f"kubeconfig: {path}")
+            self.stdout.write(f"dcgm metrics: {srv.url}/metrics")
+            self.stdout.write(f"prometheus: {prometheus.url}")
+            self.stdout.flush()
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            try:
+                while not stop.wait(1.0):
+                    pass
+            except KeyboardInterrupt:
+                pass
+            finally:
+                srv.stop()
+                prometheus.stop()
+            return
+
+        from devtools.simulator.exposition import export_openmetrics, stderr_progress
+
+        since = _parse_time(opts["since"])
+        until = _parse_time(opts["until"])
+        if until <= since:
+            raise CommandError("--until must be after --since")
+        if opts["step"] <= 0:
+            raise CommandError("--step must be positive")
+        end = _parse_time(opts["end"]) if opts.get("end") else ceil_hour(until)
+        days = opts["days"]
+        if days is None:
+            days = max(7.0, (end - since).total_seconds() / 86400.0)
+            days = float(int(days) + (0 if days == int(days) else 1))
+        try:
+            sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if since < sc.start:
+            raise CommandError(f"--since is before the scenario start {sc.start.isoformat()}")
+        metrics = [m.strip() for m in opts["metrics"].split(",")] if opts.get("metrics") else None
+        sys.stderr.write(
+            f"exporting {sc.cluster_name} {since.isoformat()} .. {until.isoformat()} step {opts['step']}s\n"
+        )
+        stats = export_openmetrics(
+            sc,
+            since.timestamp(),
+            until.timestamp(),
+            opts["out"],
+            step=opts["step"],
+            hostname_label=opts["hostname_label"],
+            exported=opts["exported_labels"],
+            metrics=metrics,
+            include_ksm=not opts["no_ksm"],
+            progress=stderr_progress,
+        )
+        self.stdout.write(
+            f"wrote {opts['out']}: {stats['series']:,} series, {stats['samples']:,} samples, "
+            f"{stats['bytes']:,} bytes in {stats['seconds']:.1f}s"
+        )

@@ -1,0 +1,93 @@
+"""The `large` scenario: 10,000 GPUs (1,250 nodes x 8) with sequential jobs per GPU block, generated."""
+
+from __future__ import annotations
+
+import random
+
+from ..builders import D, H, whole
+from ..model import SEG, ClusterQueue, Flavor, Scenario, align5
+
+
+def build(sc: Scenario) -> None:
+    """1,250 nodes x 8 GPUs = 10,000 GPUs; sequential jobs per GPU block."""
+    T0, T1 = sc.t0, sc.t1
+    rng = random.Random(sc.seed * 104729 + 17)
+    teams = [f"team-{i:02d}" for i in range(24)]
+    for tm in teams:
+        sc.add_namespace(tm, {"team": tm})
+    sc.add_namespace("shared-infra")
+    sc.add_namespace("kube-system")
+    pools = (
+        [("h100-a", "H100", "karpenter.sh/nodepool", "p5.48xlarge")] * 500
+        + [("h100-b", "H100", "karpenter.sh/nodepool", "p5.48xlarge")] * 250
+        + [("a100", "A100", "cloud.google.com/gke-nodepool", "a2-ultragpu-8g")] * 300
+        + [("l40s", "L40S", None, "g6e.48xlarge")] * 200
+    )
+    kinds = ["train", "train", "batch", "batch", "infer", "infer", "eval", "notebook", "notebook_idle"]
+    shapes = [[8], [8], [4, 4], [4, 2, 2], [2, 2, 2, 1, 1], [1] * 8]
+    for i, (pool, model, key, itype) in enumerate(pools):
+        name = f"gpu-{pool}-{i:04d}"
+        labels = {key: pool} if key else {}
+        node = sc.add_node(
+            name,
+            model,
+            8,
+            labels,
+            instance_type=itype,
+            unschedulable_from=(T0 + rng.uniform(0, 6) * D if rng.random() < 0.005 else None),
+            zero_alloc=rng.random() < 0.003,
+        )
+        if node.zero_alloc:
+            continue
+        shape = rng.choice(shapes)
+        g0 = 0
+        for b, width in enumerate(shape):
+            gpus = list(range(g0, g0 + width))
+            g0 += width
+            lost = rng.random() < 0.01
+            if lost:
+                for g in gpus:
+                    sc.gpu_entity(name, g).labels_lost = True
+            t = align5(T0 - rng.uniform(0, 12) * H)
+            n = 0
+            while t < T1:
+                if node.unschedulable_from is not None and t >= node.unschedulable_from:
+                    break
+                dur = align5(rng.uniform(1.5, 30) * H) or SEG
+                team = rng.choice(teams)
+                act = rng.choice(kinds)
+                finish = t + dur
+                running = finish >= T1
+                phase = None if running else ("Failed" if rng.random() < 0.1 else "Succeeded")
+                pname = f"{act.replace('_', '-')}-{i:04d}-{b}-{n:03d}"
+                sc.add_pod(
+                    team,
+                    pname,
+                    node=name,
+                    start=t,
+                    gpus={"nvidia.com/gpu": width},
+                    units=whole(sc, name, gpus),
+                    act=act,
+                    finish=None if running else finish,
+                    end_phase=phase,
+                    owner=("Job", pname),
+                    labels={"job-name": pname},
+                    active_until=t + 2 * H,
+                    xid=(31 if phase == "Failed" else 0),
+                )
+                n += 1
+                t = align5(finish + rng.uniform(0, 4) * H)
+                if rng.random() < 0.15:
+                    t = align5(t + rng.uniform(4, 24) * H)
+    sc.flavors = [
+        Flavor(p, {k: p})
+        for p, k in (
+            ("h100-a", "karpenter.sh/nodepool"),
+            ("h100-b", "karpenter.sh/nodepool"),
+            ("a100", "cloud.google.com/gke-nodepool"),
+        )
+    ]
+    sc.cluster_queues = [
+        ClusterQueue(f"{p}-cq", "fleet", [(p, {"nvidia.com/gpu": (n, None, None)})], {})
+        for p, n in (("h100-a", 4000), ("h100-b", 2000), ("a100", 2400))
+    ]
