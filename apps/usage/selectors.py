@@ -544,8 +544,7 @@ def due_hours(cluster: Cluster, now: datetime, *, limit: int | None = None) -> l
     hours = {h for h in hours_between(first, current) if h not in attempted}
     retried = [Bucket.Status.FAILED, Bucket.Status.SOURCE_MISSING, Bucket.Status.DEGRADED_SOURCE]
     due = Bucket.objects.filter(cluster=cluster).filter(
-        Q(status=Bucket.Status.PENDING, lease_expires__isnull=True)
-        | Q(status=Bucket.Status.PENDING, lease_expires__lt=now)
+        Q(status=Bucket.Status.PENDING)  # claimed and never written (a worker died): the lease decides at claim
         | Q(status__in=retried, next_attempt_at__lte=now)
         | Q(status=Bucket.Status.OK, state=Bucket.State.PROVISIONAL, hour__lt=current)
     )

@@ -61,7 +61,7 @@ def test_a_wiped_prometheus_keeps_the_stored_hours_and_the_command_fails(sim_wor
         assert {b.status for b in buckets} == {"degraded_source"}
         assert all("no DCGM series" in b.last_error for b in buckets)
         assert all(b.next_attempt_at is not None for b in buckets)  # retried with backoff, not every cycle
-        day = hours[-1].date().isoformat()
+        day = hours[0].date().isoformat()  # the three hours may span two UTC days
         status = _staff_client().get("/api/v1/data-status/", {"start": day, "cluster": "wiped"}).json()
         assert sum(r["counts"]["degraded_source"] for r in status["results"]) == 3
         # The operator's explicit choice replaces them (everything now unmeasured).
@@ -159,7 +159,12 @@ def test_an_exporter_without_sm_active_leaves_it_unmeasured_never_relabelled(sim
     missing = [m for m in clusters_missing_signal(visible_teams=None, within=timedelta(days=DAYS + 1))
                if m.cluster == "stock-exporter"]
     assert missing and missing[0].metric == "DCGM_FI_PROF_SM_ACTIVE"
-    page = client.get("/data-status/")
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(User.objects.get(username="ops"))
+    page = browser.get("/data-status/")
     assert b"stock-exporter" in page.content and b"dcp-metrics-included.csv" in page.content
 
 

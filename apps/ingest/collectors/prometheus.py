@@ -166,7 +166,9 @@ class PrometheusSource:
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
         rng, at = window(start, end)
         metrics = "|".join(re.escape(self.metrics[s]) for s in SIGNALS)
-        return bool(self.query(f'count(count_over_time({{__name__=~"{metrics}"}}[{rng}]))', at))
+        # last_over_time keeps each series' name, so several signal metrics never collapse into one label set
+        # (count_over_time drops the name and real Prometheus then refuses the answer with a 422).
+        return bool(self.query(f'count(last_over_time({{__name__=~"{metrics}"}}[{rng}]))', at))
 
     # ---- kube-state-metrics history ----
     def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]:
