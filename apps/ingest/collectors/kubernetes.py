@@ -192,6 +192,7 @@ def read_owners(api_client: client.ApiClient) -> tuple[dict[tuple[str, str, str]
                 if parent is not None:
                     owners[(obj.metadata.namespace, kind, obj.metadata.name)] = parent
     except Exception as exc:  # ApiException (403 without RBAC), timeouts: workloads fall back, nothing fails
-        log.warning("ReplicaSets/Jobs could not be read: %s", exc)
-        return owners, f"{type(exc).__name__}: {str(exc)[:300]}"
+        reason = f"{type(exc).__name__} {getattr(exc, 'status', '') or ''} {getattr(exc, 'reason', '') or ''}".strip()
+        log.warning("ReplicaSets/Jobs could not be read (%s): workloads stop at them", reason)
+        return owners, reason
     return owners, ""
