@@ -253,6 +253,12 @@ def _fresh_cache() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings) -> None:
+    """Hash passwords with a fast hasher in tests (PBKDF2's deliberate slowness adds up over the suite)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 # ---- Headless Chromium (UI tests) ----
 
 
@@ -267,3 +273,21 @@ def browser():
     b = Browser.start(binary)
     yield b
     b.close()
+
+
+# ---- Markers ----
+
+# Fixtures that start or need a real service (a database server, Redis, a Celery worker, Prometheus, an SMTP
+# server, a browser, a simulated cluster over HTTP): a test using any of them is marked `services`, so
+# `pytest -m "not services"` runs the rest in well under a minute.
+SERVICE_FIXTURES = frozenset({
+    "postgres_db", "test_database_url", "redis_url", "clean_redis", "celery_broker", "celery_worker_factory",
+    "celery_worker_proc", "prometheus_factory", "smtp_server", "smtp_settings", "browser", "live_server",
+    "kube_world", "sim_world", "sim_world_exported", "week_world",
+})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)

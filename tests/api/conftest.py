@@ -111,11 +111,6 @@ def pod_hour(cluster, hour, pod, team, *, working, idle, unmeasured=0.0, gpus=4.
     )
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def ledger(db):
     """The ledger of the module docstring, plus idle-allocation pod rows on 2026-11-24."""
