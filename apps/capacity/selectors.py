@@ -10,18 +10,31 @@ Visibility (``visible_teams`` from ``apps.accounts.selectors.visible_team_names`
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import Max, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum, Value
+from django.db.models.functions import Concat
 
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
+from apps.inventory.gpus import DEFAULT_COMPUTE_SLICES, mig_profile, profile_slices
 from apps.inventory.models import Cluster
 from apps.inventory.selectors import visible_clusters
 
 
-def _latest_taken_at(model: type, cluster: Cluster, at: datetime) -> datetime | None:
-    return model.objects.filter(cluster=cluster, taken_at__lte=at).aggregate(t=Max("taken_at"))["t"]
+def latest_per_cluster(model: type, clusters: QuerySet[Cluster], at: datetime) -> Q | None:
+    """A filter matching each cluster's latest `model` rows at or before `at` (one query), or None if none."""
+    latest = (
+        model.objects.filter(cluster__in=clusters, taken_at__lte=at)
+        .values("cluster_id")
+        .annotate(t=Max("taken_at"))
+        .values_list("cluster_id", "t")
+    )
+    match = Q()
+    for cluster_id, taken_at in latest:
+        match |= Q(cluster_id=cluster_id, taken_at=taken_at)
+    return match or None
 
 
 # ---- Fragmentation ----
@@ -30,13 +43,13 @@ def _latest_taken_at(model: type, cluster: Cluster, at: datetime) -> datetime | 
 def fragmentation_at(
     *, at: datetime, visible_teams: set[str] | None, cluster: str | None = None
 ) -> list[NodeGroupSnapshot]:
-    """Per visible cluster, the node-group rows of its latest snapshot at or before `at`."""
-    rows: list[NodeGroupSnapshot] = []
-    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
-        taken_at = _latest_taken_at(NodeGroupSnapshot, c, at)
-        if taken_at is not None:
-            rows.extend(NodeGroupSnapshot.objects.filter(cluster=c, taken_at=taken_at).select_related("cluster"))
-    return rows
+    """Per visible cluster, the node-group rows of its latest snapshot at or before `at` (two queries)."""
+    match = latest_per_cluster(NodeGroupSnapshot, visible_clusters(visible_teams=visible_teams, cluster=cluster), at)
+    if match is None:
+        return []
+    return list(
+        NodeGroupSnapshot.objects.filter(match).select_related("cluster").order_by("cluster__name", "node_group")
+    )
 
 
 def fragmentation_range(
@@ -62,21 +75,18 @@ def pending_list(
     team: str | None = None,
     reason: str | None = None,
 ) -> list[PendingWork]:
-    """Pending GPU work of each visible cluster's latest collection at or before `at`."""
-    rows: list[PendingWork] = []
-    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
-        taken_at = _latest_taken_at(CapacityCollection, c, at)
-        if taken_at is None:
-            continue
-        qs = PendingWork.objects.filter(cluster=c, taken_at=taken_at).select_related("cluster")
-        if visible_teams is not None:
-            qs = qs.filter(team__in=sorted(visible_teams))
-        if team is not None:
-            qs = qs.filter(team=team)
-        if reason is not None:
-            qs = qs.filter(reason=reason)
-        rows.extend(qs.order_by("waiting_since", "namespace", "name"))
-    return rows
+    """Pending GPU work of each visible cluster's latest collection at or before `at` (two queries)."""
+    match = latest_per_cluster(CapacityCollection, visible_clusters(visible_teams=visible_teams, cluster=cluster), at)
+    if match is None:
+        return []
+    qs = PendingWork.objects.filter(match).select_related("cluster")
+    if visible_teams is not None:
+        qs = qs.filter(team__in=sorted(visible_teams))
+    if team is not None:
+        qs = qs.filter(team=team)
+    if reason is not None:
+        qs = qs.filter(reason=reason)
+    return list(qs.order_by("cluster__name", "waiting_since", "namespace", "name"))
 
 
 @dataclass(frozen=True)
@@ -114,3 +124,61 @@ def pending_counts(
     return [
         ReasonCount(g["cluster__name"], g["taken_at"], g["reason"], g["items"], g["pods"], g["units"]) for g in grouped
     ]
+
+
+# ---- GPU-hours waited (appended; the functions above are unchanged) ----
+
+# A collection stands for the time until the cluster's next one, at most this long (a gap in collection is not
+# counted as waiting).
+WAIT_STEP_CAP = timedelta(hours=1)
+
+
+def gpu_equivalents(resource: str, units: float) -> float:
+    """Physical-GPU equivalents of `units` of a device resource: a MIG slice counts its share of the GPU
+    (1g = 1/7); whole and shared GPUs count one each (a shared replica's share depends on the node)."""
+    profile = mig_profile(resource)
+    slices = profile_slices(profile) if profile else None
+    return units * slices / DEFAULT_COMPUTE_SLICES if slices else float(units)
+
+
+@dataclass(frozen=True)
+class Waited:
+    """GPU-hours a team's pending work waited in `[start, end)`, per queue and reason: at each collection, the GPUs
+    asked for (pods x per-pod request, in GPU equivalents) times the time until the next collection."""
+
+    cluster: str
+    team: str
+    cluster_queue: str
+    local_queue: str
+    reason: str
+    gpu_hours: float
+    items: int  # distinct pending pods and Kueue workloads seen
+
+
+def pending_gpu_hours(
+    *, start: datetime, end: datetime, visible_teams: set[str] | None, cluster: str | None = None
+) -> list[Waited]:
+    """GPU-hours waited per cluster, team, queue and reason over `[start, end)` (pending-work snapshots)."""
+    out: list[Waited] = []
+    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
+        times = sorted(CapacityCollection.objects.filter(cluster=c, taken_at__gte=start, taken_at__lt=end)
+                       .values_list("taken_at", flat=True))
+        if not times:
+            continue
+        step = {t: (min(nxt, end, t + WAIT_STEP_CAP) - t).total_seconds() / 3600
+                for t, nxt in zip(times, [*times[1:], end], strict=True)}
+        qs = PendingWork.objects.filter(cluster=c, taken_at__gte=start, taken_at__lt=end)
+        if visible_teams is not None:
+            qs = qs.filter(team__in=sorted(visible_teams))
+        key = ("team", "cluster_queue", "local_queue", "reason")
+        hours: dict[tuple, float] = defaultdict(float)
+        for r in qs.values(*key, "taken_at", "resource", "per_pod").annotate(pods=Sum("pods")).order_by():
+            hours[tuple(r[k] for k in key)] += gpu_equivalents(r["resource"], r["per_pod"] * r["pods"]) * step.get(
+                r["taken_at"], 0.0)
+        items = {
+            tuple(r[k] for k in key): r["n"]
+            for r in qs.values(*key).annotate(n=Count(Concat("kind", Value("/"), "namespace", Value("/"), "name"),
+                                                      distinct=True)).order_by()
+        }
+        out.extend(Waited(c.name, *k, round(v, 6), items.get(k, 0)) for k, v in sorted(hours.items()))
+    return out

@@ -1,8 +1,8 @@
 """Reads of the GPU-hour ledger for the API and the dashboards (ledger.md defines every number).
 
 Aggregations read the rollups, never the pod rows: ``UsageDay``/``CapacityDay`` when the range is
-whole UTC days and nobody asked for hours, else ``UsageHour``/``CapacityHour``. Idle allocations
-read ``PodHour`` because they are about individual pods.
+whole UTC days and nobody asked for hours, else ``UsageHour``/``CapacityHour``. Idle allocations are
+answered by the findings app (see ``idle_allocation_list``).
 
 Access control is one argument, ``visible_teams``: the set from
 ``apps.accounts.selectors.visible_team_names`` (None means every team). Every read filters by it.
@@ -14,7 +14,7 @@ import hashlib
 import math
 import pickle
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -22,7 +22,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, QuerySet, Subquery, Sum
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Count, Max, Min, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -396,30 +397,16 @@ def has_provisional_buckets(
 
 # ---- Idle allocations (ledger.md, "Idle allocations") ----
 
-
-def latest_buckets(cluster: str | None = None) -> dict[int, datetime]:
-    """The latest collected hour per cluster id: the newest successful bucket or ledger row."""
-    buckets = Bucket.objects.filter(status=Bucket.Status.OK)
-    pods = PodHour.objects.all()
-    if cluster is not None:
-        buckets = buckets.filter(cluster__name=cluster)
-        pods = pods.filter(cluster__name=cluster)
-    latest: dict[int, datetime] = {}
-    for source in (buckets, pods):
-        for cluster_id, hour in (
-            source.values("cluster_id").annotate(latest=Max("hour")).values_list("cluster_id", "latest")
-        ):
-            if cluster_id not in latest or hour > latest[cluster_id]:
-                latest[cluster_id] = hour
-    return latest
+# Idle allocations are findings now (apps/findings, docs/findings.md): computed at collection with the other
+# kinds and kept with their start and end. That app sits above the ledger, so it registers its reader here when
+# Django starts (FindingsConfig.ready); this name stays for the callers of the ledger's read.
+IdleAllocationReader = Callable[..., list[dict[str, Any]]]
+_idle_allocation_reader: IdleAllocationReader | None = None
 
 
-def _activity(working: float, idle: float) -> float | None:
-    """Measured activity of a pod-hour: working / (working + idle); None when nothing was measured."""
-    measured = working + idle
-    if measured <= 0:
-        return None
-    return working / measured
+def register_idle_allocation_reader(reader: IdleAllocationReader) -> None:
+    global _idle_allocation_reader
+    _idle_allocation_reader = reader
 
 
 def idle_allocation_list(
@@ -429,97 +416,13 @@ def idle_allocation_list(
     team: str | None = None,
     signal: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Pods holding GPUs that have done (almost) nothing for a while, as of each cluster's latest bucket.
-
-    A pod qualifies when it is in its cluster's latest collected bucket and its measured activity
-    (``working / (working + idle)``) was below ``GPUFINOPS_IDLE_THRESHOLD`` in each of at least
-    ``GPUFINOPS_IDLE_MIN_HOURS`` consecutive hourly buckets ending with that latest one. An hour
-    with no measurement at all (fully unmeasured) breaks the streak: unmeasured is never taken
-    for idle. Sorted by idle GPU-hours, largest first.
-    """
-    threshold = settings.GPUFINOPS_IDLE_THRESHOLD
-    min_hours = settings.GPUFINOPS_IDLE_MIN_HOURS
-    signal = signal or default_signal()
-    working_col, idle_col = f"working_{signal}", f"idle_{signal}"
-    idle_cost_col = f"idle_cost_{signal}"
-    team_q = _team_filter(visible_teams, team)
-    names = dict(Cluster.objects.values_list("id", "name"))
-
-    found: list[dict[str, Any]] = []
-    for cluster_id, latest in sorted(latest_buckets(cluster).items()):
-        # Bounded work: a streak is followed back at most GPUFINOPS_IDLE_LOOKBACK_HOURS (then "idle since" is
-        # the start of that window), so one page load never reads a pod's whole history.
-        oldest = latest - timedelta(hours=settings.GPUFINOPS_IDLE_LOOKBACK_HOURS)
-        # Candidates: pods in the latest bucket that were idle in it (the cheap, indexed filter).
-        current = list(
-            PodHour.objects.filter(team_q, cluster_id=cluster_id, hour=latest).values(
-                "pod_uid", "namespace", "pod", "team", "node", "node_group", "gpu_model", "gpus", working_col, idle_col
-            )
-        )
-        candidates = {}
-        for row in current:
-            activity = _activity(row[working_col], row[idle_col])
-            if activity is not None and activity < threshold:
-                candidates[row["pod_uid"]] = row
-        if not candidates:
-            continue
-        # Per pod, one row per hour (newest first): hour, working, idle, allocated, cost, idle cost.
-        history: dict[str, list[tuple]] = defaultdict(list)
-        uids = sorted(candidates)
-        for i in range(0, len(uids), CHUNK):
-            for uid, *figures in (
-                PodHour.objects.filter(
-                    cluster_id=cluster_id, pod_uid__in=uids[i : i + CHUNK], hour__lte=latest, hour__gt=oldest
-                )
-                .order_by("pod_uid", "-hour")
-                .values_list("pod_uid", "hour", working_col, idle_col, "allocated_gpu_hours", "cost", idle_cost_col)
-            ):
-                history[uid].append(tuple(figures))
-        for uid, row in candidates.items():
-            streak = _idle_streak(history[uid], latest, threshold)
-            if len(streak) < min_hours:
-                continue
-            idle_since = streak[-1][0]
-            working = math.fsum(h[1] for h in streak)
-            idle = math.fsum(h[2] for h in streak)
-            found.append(
-                {
-                    "cluster": names.get(cluster_id, str(cluster_id)),
-                    "team": row["team"],
-                    "namespace": row["namespace"],
-                    "pod": row["pod"],
-                    "node": row["node"],
-                    "node_group": row["node_group"],
-                    "gpu_model": row["gpu_model"],
-                    "gpus": _round(row["gpus"]),
-                    "idle_since": idle_since,
-                    "last_bucket": latest,
-                    "idle_hours": len(streak),
-                    "activity": _round(_activity(working, idle) or 0.0),
-                    "allocated_gpu_hours": _round(math.fsum(h[3] for h in streak)),
-                    "idle_gpu_hours": _round(idle),
-                    "cost": sum((h[4] for h in streak), money.ZERO),
-                    "idle_cost": sum((h[5] for h in streak), money.ZERO),
-                }
-            )
-    found.sort(key=lambda r: (-r["idle_gpu_hours"], r["cluster"], r["namespace"], r["pod"]))
-    return found
-
-
-def _idle_streak(history: list[tuple], latest: datetime, threshold: float) -> list[tuple]:
-    """The newest run of consecutive idle hours ending at ``latest`` (rows newest first)."""
-    streak: list[tuple] = []
-    expected = latest
-    for rec in history:
-        hour, working, idle = rec[0], rec[1], rec[2]
-        if hour != expected:
-            break
-        activity = _activity(working, idle)
-        if activity is None or activity >= threshold:
-            break
-        streak.append(rec)
-        expected = hour - timedelta(hours=1)
-    return streak
+    """Pods holding GPUs that have done (almost) nothing for at least ``GPUFINOPS_IDLE_MIN_HOURS`` consecutive
+    hours (activity below ``GPUFINOPS_IDLE_THRESHOLD``) up to their cluster's latest bucket, largest idle
+    GPU-hours first: the idle-allocation findings (``apps.findings.selectors.idle_allocation_list``). An hour
+    without any measurement never counts as idle. A ``signal`` other than the default raises ValueError."""
+    if _idle_allocation_reader is None:
+        raise ImproperlyConfigured("idle allocations are findings: add apps.findings to INSTALLED_APPS")
+    return _idle_allocation_reader(visible_teams=visible_teams, cluster=cluster, team=team, signal=signal)
 
 
 # ---- Collection: which buckets are due ----
@@ -586,24 +489,30 @@ def data_status(
     degraded, abandoned, pending or missing (never attempted), the day's coverage and why."""
     now = now or timezone.now()
     signal = default_signal()
+    clusters = list(visible_clusters(visible_teams=visible_teams, cluster=cluster))
+    # Four queries whatever the number of clusters and days.
+    firsts = dict(
+        Bucket.objects.filter(cluster__in=clusters).values("cluster_id").annotate(f=Min("hour"))
+        .values_list("cluster_id", "f")
+    )
+    all_buckets: dict[int, dict[date, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+    for b in Bucket.objects.filter(cluster__in=clusters, hour__gte=start, hour__lt=end).values_list(
+        "cluster_id", "hour", "state", "status", "last_error", "signals"
+    ):
+        all_buckets[b[0]][b[1].date()].append(b[1:])
+    all_usage = {
+        (d["cluster_id"], d["day"]): d
+        for d in UsageDay.objects.filter(
+            cluster__in=clusters, day__gte=start.date(), day__lt=end.date() + timedelta(days=1)
+        ).values("cluster_id", "day").annotate(a=Sum("allocated_gpu_hours"), u=Sum(f"unmeasured_{signal}"))
+    }
     out: list[DayStatus] = []
-    for c in visible_clusters(visible_teams=visible_teams, cluster=cluster):
-        buckets = list(
-            Bucket.objects.filter(cluster=c, hour__gte=start, hour__lt=end).values_list(
-                "hour", "state", "status", "last_error", "signals"
-            )
-        )
-        first = Bucket.objects.filter(cluster=c).order_by("hour").values_list("hour", flat=True).first()
+    for c in clusters:
+        first = firsts.get(c.id)
         if first is None:
             continue
-        by_day: dict[date, list[tuple]] = defaultdict(list)
-        for b in buckets:
-            by_day[b[0].date()].append(b)
-        days = UsageDay.objects.filter(cluster=c, day__gte=start.date(), day__lt=end.date() + timedelta(days=1))
-        usage = {
-            d["day"]: d
-            for d in days.values("day").annotate(a=Sum("allocated_gpu_hours"), u=Sum(f"unmeasured_{signal}"))
-        }
+        by_day = all_buckets[c.id]
+        usage = {day: d for (cluster_id, day), d in all_usage.items() if cluster_id == c.id}
         day = max(start, floor_hour(first)).date()
         while datetime(day.year, day.month, day.day, tzinfo=UTC) < min(end, now):
             day_start = datetime(day.year, day.month, day.day, tzinfo=UTC)
@@ -655,4 +564,128 @@ def clusters_missing_signal(
         if recent and len(lacking) == len(recent):
             metric = (c.metric_names or {}).get(signal) or DEFAULT_METRICS[signal]
             out.append(MissingSignal(c.name, signal, metric, lacking[0]))
+    return out
+
+
+# ---- Reads for the dashboard pages (appended; the functions above are unchanged) ----
+
+
+def data_as_of(*, visible_teams: set[str] | None) -> dict[str, datetime | None]:
+    """When the ledger of the clusters the caller may see was last written: the newest collection time and the
+    newest collected hour (None before anything was collected)."""
+    agg = Bucket.objects.filter(
+        cluster__in=visible_clusters(visible_teams=visible_teams), status=Bucket.Status.OK
+    ).aggregate(collected_at=Max("collected_at"), hour=Max("hour"))
+    return {"collected_at": agg["collected_at"], "hour": agg["hour"]}
+
+
+def workload_pods(
+    *, start: datetime, end: datetime, visible_teams: set[str] | None, cluster: str, namespace: str,
+    workload: str, signal: str | None = None,
+) -> list[dict[str, Any]]:
+    """The pods of one workload in `[start, end)` (PodHour, read by the workload index): where each ran, what it
+    held (most GPUs in any hour, its request), its queue, its first and last hour, and its figures under `signal`."""
+    signal = signal or default_signal()
+    qs = PodHour.objects.filter(cluster__name=cluster, namespace=namespace, workload=workload,
+                                hour__gte=start, hour__lt=end)
+    if visible_teams is not None:
+        qs = qs.filter(team__in=sorted(visible_teams))
+    rows = (
+        qs.values("team", "pod", "pod_uid", "node", "node_group", "gpu_model", "resources", "cluster_queue",
+                  "local_queue")
+        .annotate(
+            gpus=Max("gpus"), first_hour=Min("hour"), last_hour=Max("hour"), hours=Count("id"),
+            _allocated=Sum("allocated_gpu_hours"), _working=Sum(f"working_{signal}"), _idle=Sum(f"idle_{signal}"),
+            _unmeasured=Sum(f"unmeasured_{signal}"), _cost=Sum("cost"), _idle_cost=Sum(f"idle_cost_{signal}"),
+            _unpriced=Sum("unpriced_gpu_hours"),
+        )
+        .order_by("first_hour", "pod", "pod_uid")
+    )[: settings.GPUFINOPS_API_MAX_ROWS]
+    out = []
+    for r in rows:
+        out.append({
+            "team": r["team"], "pod": r["pod"], "pod_uid": r["pod_uid"], "node": r["node"],
+            "node_group": r["node_group"], "gpu_model": r["gpu_model"], "resources": r["resources"],
+            "cluster_queue": r["cluster_queue"], "local_queue": r["local_queue"], "gpus": _round(r["gpus"]),
+            "first_hour": r["first_hour"], "last_hour": r["last_hour"], "hours": r["hours"],
+            "allocated_gpu_hours": _round(r["_allocated"]), "working_gpu_hours": _round(r["_working"]),
+            "idle_gpu_hours": _round(r["_idle"]), "unmeasured_gpu_hours": _round(r["_unmeasured"]),
+            "cost": money.micro(r["_cost"]), "idle_cost": money.micro(r["_idle_cost"]),
+            "unpriced_gpu_hours": _round(r["_unpriced"]),
+        })
+    return out
+
+
+def workload_seen(
+    *, visible_teams: set[str] | None, cluster: str, namespace: str, workload: str
+) -> dict[str, datetime | None]:
+    """The first and last hour the ledger has any pod of one workload in (over its whole history)."""
+    qs = PodHour.objects.filter(cluster__name=cluster, namespace=namespace, workload=workload)
+    if visible_teams is not None:
+        qs = qs.filter(team__in=sorted(visible_teams))
+    agg = qs.aggregate(first=Min("hour"), last=Max("hour"))
+    return {"first": agg["first"], "last": agg["last"]}
+
+
+def pod_workloads(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """{(cluster, namespace, pod): workload} for idle-allocation rows (each names its cluster's latest bucket):
+    one query per cluster."""
+    by_cluster: dict[tuple[str, datetime], set[tuple[str, str]]] = defaultdict(set)
+    for r in rows:
+        by_cluster[(r["cluster"], r["last_bucket"])].add((r["namespace"], r["pod"]))
+    out: dict[tuple[str, str, str], str] = {}
+    for (cluster, hour), pods in by_cluster.items():
+        names = sorted({p for _, p in pods})
+        for i in range(0, len(names), CHUNK):
+            for namespace, pod, workload in PodHour.objects.filter(
+                cluster__name=cluster, hour=hour, pod__in=names[i : i + CHUNK]
+            ).values_list("namespace", "pod", "workload"):
+                if (namespace, pod) in pods:
+                    out[(cluster, namespace, pod)] = workload
+    return out
+
+
+CAPACITY_GROUP_KEYS: tuple[str, ...] = ("cluster", "node_group", "gpu_model", "day", "hour")
+
+
+def capacity_rows(
+    *, start: datetime, end: datetime, group_by: Sequence[str], clusters: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Capacity, unallocated and unavailable GPU-hours and their cost over `[start, end)` grouped by any of
+    CAPACITY_GROUP_KEYS (the rows of `capacity_totals`): the day rollup for whole days, else the hour rollup.
+    Capacity belongs to no team: only callers who see every team may be shown it."""
+    unknown = set(group_by) - set(CAPACITY_GROUP_KEYS)
+    if unknown:
+        raise ValueError(f"unknown group_by keys {sorted(unknown)}")
+    by_day = is_whole_day_range(start, end) and "hour" not in group_by
+    if by_day:
+        qs: QuerySet = CapacityDay.objects.filter(day__gte=start.date(), day__lt=end.date())
+    else:
+        qs = CapacityHour.objects.filter(hour__gte=start, hour__lt=end)
+    if clusters:
+        qs = qs.filter(cluster__name__in=list(clusters))
+    columns = []
+    for key in group_by:
+        if key == "cluster":
+            columns.append("cluster__name")
+        elif key == "day" and not by_day:
+            qs = qs.annotate(day_utc=TruncDate("hour", tzinfo=UTC))
+            columns.append("day_utc")
+        else:
+            columns.append(key)
+    rows = qs.values(*columns).annotate(**{f"_{n}": Sum(n) for n in CAPACITY_FIELDS}).order_by(*columns)
+    out = []
+    for row in rows[: settings.GPUFINOPS_API_MAX_ROWS]:
+        item: dict[str, Any] = {}
+        for key, column in zip(group_by, columns, strict=True):
+            value = row[column]
+            if key == "day":
+                value = value.isoformat() if isinstance(value, date) else str(value)
+            elif key == "hour":
+                value = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            item[key] = value
+        for name in CAPACITY_FIELDS:
+            v = row[f"_{name}"]
+            item[name] = money.micro(v) if name in MONEY_FIELDS else _round(v)
+        out.append(item)
     return out
