@@ -37,6 +37,12 @@ app.conf.beat_schedule = {
         "schedule": crontab(minute=40),
         "kwargs": {"kind": "monthly"},
     },
+    # Every 5 minutes, 2 minutes after collection: tell each team about its new findings (e-mail to members, team
+    # webhooks), once per finding and recipient, rate-limited; failed sends retried. Twin: `manage.py notify_findings`.
+    "notify-findings": {
+        "task": "apps.findings.tasks.notify_findings_task",
+        "schedule": crontab(minute="2-59/5"),
+    },
     # Hourly at :20: thin capacity snapshots older than 7 days to one per hour. Twin: `manage.py prune_capacity`.
     "prune-capacity-history": {
         "task": "apps.capacity.tasks.prune_capacity_history_task",

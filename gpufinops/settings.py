@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "apps.capacity",
     "apps.queues",
     "apps.reports",
+    "apps.findings",
     "apps.monitoring",
     "apps.dashboard",
     "devtools",
@@ -234,7 +235,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "GPU-hour ledger, cost, fragmentation and queue quota. Numbers are defined in docs/numbers.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "ENUM_NAME_OVERRIDES": {"SignalEnum": "apps.usage.activity.SIGNALS"},
+    "ENUM_NAME_OVERRIDES": {
+        "SignalEnum": "apps.usage.activity.SIGNALS",
+        "FindingKindEnum": "apps.findings.models.Kind",
+        "ReportCadenceEnum": ["weekly", "monthly"],
+    },
     # Swagger UI and ReDoc from the installed sidecar package (static files): no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -303,6 +308,37 @@ GPUFINOPS_API_TOKEN_MAX_DAYS = envint("GPUFINOPS_API_TOKEN_MAX_DAYS", 365)
 GPUFINOPS_SECRETS_KEY = envsecret("GPUFINOPS_SECRETS_KEY", "")
 GPUFINOPS_PROMETHEUS_TIMEOUT = envfloat("GPUFINOPS_PROMETHEUS_TIMEOUT", 30.0)
 GPUFINOPS_KUBERNETES_TIMEOUT = envfloat("GPUFINOPS_KUBERNETES_TIMEOUT", 30.0)
+
+# ---- Findings (apps/findings, docs/findings.md): the rules' thresholds, infra loss, telling the owners ----
+# Idle-held: an idle allocation with more than this much framebuffer in use (MiB, average over the hour).
+GPUFINOPS_FB_USED_MIN_MIB = envfloat("GPUFINOPS_FB_USED_MIN_MIB", 1024.0)
+# Stragglers: the slowest GPU of a workload below this fraction of the workload's median activity, for at least
+# this many consecutive hours.
+GPUFINOPS_STRAGGLER_FRACTION = envfloat("GPUFINOPS_STRAGGLER_FRACTION", 0.6)
+GPUFINOPS_STRAGGLER_MIN_HOURS = envint("GPUFINOPS_STRAGGLER_MIN_HOURS", 2)
+# Unattributed activity: a device nobody holds, busier than this (default signal) over the hour.
+GPUFINOPS_UNATTRIBUTED_THRESHOLD = envfloat("GPUFINOPS_UNATTRIBUTED_THRESHOLD", 0.05)
+# Unhealthy GPUs: XID codes that mean the hardware (not the application: 13, 31, 43, 45 are left out), the
+# clock-event reasons counted as throttling (hw_slowdown 0x8, sw_thermal 0x20, hw_thermal 0x40, hw_power_brake
+# 0x80; not sw_power_cap 0x4, which a busy healthy GPU shows at its power limit) and the share of an hour
+# throttled that makes it unhealthy (0: any throttled sample).
+GPUFINOPS_XID_CODES = [int(c) for c in envlist(
+    "GPUFINOPS_XID_CODES", ["48", "61", "62", "63", "64", "74", "79", "92", "94", "95", "119", "120", "140"])]
+GPUFINOPS_THROTTLE_REASONS_MASK = envint("GPUFINOPS_THROTTLE_REASONS_MASK", 0xE8)
+GPUFINOPS_THROTTLE_MIN_SHARE = envfloat("GPUFINOPS_THROTTLE_MIN_SHARE", 0.0)
+# Borrowed-while-idle: a ClusterQueue's borrowed GPUs that sat idle, per hour, from this many GPU-hours.
+GPUFINOPS_BORROWED_IDLE_MIN_GPU_HOURS = envfloat("GPUFINOPS_BORROWED_IDLE_MIN_GPU_HOURS", 0.5)
+# Infra loss (unhealthy GPUs' held hours) is always shown beside the charge; credited back to teams in the
+# reports only when this is on. The ledger's numbers never change.
+GPUFINOPS_INFRA_LOSS_CREDIT = envbool("GPUFINOPS_INFRA_LOSS_CREDIT", False)
+# Notifications: idle allocations once idle this many hours; at most this many findings per team and channel
+# per hour (more go out as one summary); failed sends retried with backoff up to this many attempts; only
+# findings whose last hour is this recent are told (a backfill does not mail history).
+GPUFINOPS_NOTIFY_IDLE_HOURS = envint("GPUFINOPS_NOTIFY_IDLE_HOURS", 2)
+GPUFINOPS_NOTIFY_MAX_PER_HOUR = envint("GPUFINOPS_NOTIFY_MAX_PER_HOUR", 10)
+GPUFINOPS_NOTIFY_MAX_ATTEMPTS = envint("GPUFINOPS_NOTIFY_MAX_ATTEMPTS", 5)
+GPUFINOPS_NOTIFY_RECENT_HOURS = envint("GPUFINOPS_NOTIFY_RECENT_HOURS", 24)
+GPUFINOPS_WEBHOOK_TIMEOUT = envfloat("GPUFINOPS_WEBHOOK_TIMEOUT", 10.0)
 
 # ---- Self-monitoring (apps/monitoring, docs/operations.md) ----
 # GET /metrics is served to a bearer token, to clients inside these networks, and to signed-in staff.

@@ -5,5 +5,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpufinops.api_urls")),
     path("", include("apps.monitoring.urls")),  # /metrics (Prometheus, protected) and /livez (liveness)
+    path("", include("apps.findings.urls")),  # /findings/
     path("", include("apps.dashboard.urls")),
 ]

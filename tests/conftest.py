@@ -255,8 +255,11 @@ def _fresh_cache() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _fast_passwords(settings) -> None:
-    """Hash passwords with a fast hasher in tests (PBKDF2's deliberate slowness adds up over the suite)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    """Hash passwords with a fast hasher in tests (PBKDF2's deliberate slowness adds up over the suite). The default
+    hashers stay behind it: people made before this fixture ran (a package-scoped seed) still sign in."""
+    from django.conf import global_settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *global_settings.PASSWORD_HASHERS]
 
 
 # ---- Headless Chromium (UI tests) ----

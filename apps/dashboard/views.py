@@ -1,110 +1,256 @@
-"""The dashboard pages (overview, capacity, queues) and /healthz. Views call selectors and pure chart functions;
-they never call the REST API over HTTP. The app has no models."""
+"""The dashboard pages and /healthz. Views read the query string into a `Scope` (period, filters, signal, the
+caller's visibility), call a page composition (`apps.dashboard.selectors`, which calls the same selectors as the
+API) and render it; `?csv=<block>` answers any section's table as CSV. They never call the REST API over HTTP.
+The app has no models."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import re
+from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import connections
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template import TemplateDoesNotExist
+from django.template.loader import select_template
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
-from apps.accounts.selectors import visible_team_names
+from apps.accounts.selectors import history_days, visible_team_names
 from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_list
-from apps.dashboard import charts
+from apps.dashboard import charts, selectors
+from apps.dashboard.scope import FILTER_LABELS, SIGNAL_NAMES, Scope, parse_scope, period_choices
+from apps.dashboard.tables import Block
 from apps.inventory.models import Cluster
-from apps.queues.selectors import queue_list, queue_usage
 from apps.reports import archive as report_archive
-from apps.usage.activity import default_signal
-from apps.usage.selectors import busy_share, clusters_missing_signal, data_status, idle_allocation_list, usage_report
+from apps.usage.activity import SIGNALS
+from apps.usage.selectors import clusters_missing_signal, data_status
 
 BROKER_TIMEOUT_SECONDS = 2.0
+FINDINGS_COUNTS = "findings/includes/counts.html"
 
 
-PERIODS = {"1": 1, "7": 7, "30": 30}
+def findings_available() -> bool:
+    """Whether the findings app's counts include exists yet (an `{% include %}` of a missing template fails)."""
+    try:
+        select_template([FINDINGS_COUNTS])
+    except TemplateDoesNotExist:
+        return False
+    return True
 
 
-def _period(request: HttpRequest) -> tuple[datetime, datetime, int]:
-    """The last N days up to the end of the current (provisional) hour; N from ?days=1|7|30, default 7."""
-    days = PERIODS.get(request.GET.get("days", "7"), 7)
-    end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    return end - timedelta(days=days), end, days
+def _scope(request: HttpRequest, keep: tuple[str, ...] = ()) -> Scope:
+    return parse_scope(request.GET, visible_team_names(request.user), keep=keep)
+
+
+def _csv(request: HttpRequest, scope: Scope, page: str, blocks: list[Block]) -> HttpResponse | None:
+    """`?csv=<block id>`: that section's table as CSV (exactly its rows and columns); None when not asked."""
+    wanted = request.GET.get("csv")
+    if not wanted:
+        return None
+    block = next((b for b in blocks if b.id == wanted), None)
+    if block is None:
+        raise Http404("no such table on this page")
+    if "all_rows" in block.extra:  # a paged table: the CSV has every row of the filtered view
+        block = Block(block.id, block.title, block.columns, block.extra["all_rows"], totals=block.totals)
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope.window.label).strip("_")
+    response = HttpResponse(block.csv(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="gpufinops-{page}-{block.id}-{label}.csv"'
+    return response
+
+
+def _page(request: HttpRequest, template: str, scope: Scope, context: dict[str, Any], *, page: str,
+          crumbs: list[tuple[str, str]], blocks: list[Block], options: bool = True) -> HttpResponse:
+    """Renders a page with what every page has: breadcrumbs, the period and filter bar, the status badge, the
+    messages about refused input, and each block's chart data."""
+    response = _csv(request, scope, page, blocks)
+    if response is not None:
+        return response
+    opts = selectors.filter_options(scope) if options else {}
+    warnings = selectors.filter_warnings(scope, opts) if options else []
+    figures = {f"chart-{b.id}": b.figure for b in blocks if b.figure is not None}
+    context.update(
+        scope=scope, window=scope.window, status=selectors.status(scope), options=opts,
+        errors=[*scope.errors, *warnings], periods=period_choices(scope), crumbs=crumbs, blocks=blocks,
+        figures=charts.as_script_data(figures) if figures else None, page_name=page,
+        filter_keys=FILTER_LABELS, signals=[(s, SIGNAL_NAMES[s]) for s in SIGNALS], findings=findings_available(),
+        window_params=list(scope.window.params),
+        filter_params=[(k, v) for k, v in scope.params() if k not in ("period", "days", "start", "end")],
+    )
+    return render(request, template, context)
+
+
+def _plain(scope: Scope, **overrides: object) -> str:
+    """The scope's query string without the workloads table's own parameters."""
+    return scope.query(sort=None, order=None, busy_below=None, page=None, **overrides)
 
 
 def overview(request: HttpRequest) -> HttpResponse:
-    """The landing page: the period's GPU-hours and cost for the teams the user sees, or how to start."""
+    """View 1, the landing page: what the teams in scope spent on GPUs, how much of it worked, and which workloads
+    and pods wasted it; or how to start."""
     if not request.user.is_authenticated:
         return render(request, "dashboard/overview.html", {})  # nothing about the installation before sign-in
     # Clusters are infrastructure: staff see how they are reached (never a credential), nobody else does.
     clusters = list(Cluster.objects.all()) if request.user.is_staff else []
-    context: dict = {"cluster_count": Cluster.objects.count(), "clusters": clusters, "periods": list(PERIODS)}
-    if context["cluster_count"]:
-        start, end, days = _period(request)
-        teams = visible_team_names(request.user)
-        by_day = usage_report(start=start, end=end, group_by=["day"], visible_teams=teams)
-        by_team = usage_report(start=start, end=end, group_by=["team"], visible_teams=teams)
-        # The same hours under the naive gauge: the gap is what dashboards built on GPU_UTIL overstate.
-        naive = usage_report(start=start, end=end, group_by=[], signal="gpu_util", visible_teams=teams)
-        idle = idle_allocation_list(visible_teams=teams)[:10]
-        context.update(
-            missing_signal=clusters_missing_signal(visible_teams=teams),
-            start=start, end=end, days=days, totals=by_day.totals, coverage=by_day.coverage,
-            capacity=by_day.capacity, provisional=by_day.provisional,
-            busy_sm=busy_share(by_day.totals), busy_naive=busy_share(naive.totals),
-            teams=sorted(by_team.results, key=lambda r: -r["allocated_gpu_hours"]), idle=idle,
-            figures=charts.as_script_data({
-                "chart-daily": charts.daily_activity(by_day.results),
-                "chart-teams": charts.team_split(by_team.results),
-            }),
-        )
-    return render(request, "dashboard/overview.html", context)
+    cluster_count = len(clusters) if request.user.is_staff else Cluster.objects.count()
+    if not cluster_count:
+        return render(request, "dashboard/overview.html", {"cluster_count": 0})
+    scope = _scope(request)
+    data = selectors.overview_page(scope)
+    crumbs = [("Overview", "")]
+    if scope.filters.get("team"):
+        crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query(team=None)),
+                  (", ".join(scope.filters["team"]), "")]
+    data.update(cluster_count=cluster_count, clusters=clusters)
+    return _page(request, "dashboard/overview.html", scope, data, page="overview", crumbs=crumbs,
+                 blocks=data["blocks"])
 
 
 @login_required
-def capacity(request: HttpRequest) -> HttpResponse:
-    """Fragmentation per node group now, and free GPUs next to the largest free block over time."""
-    teams = visible_team_names(request.user)
-    now = timezone.now()
-    start, end, days = _period(request)
-    groups = [
-        (g, [g.placeable.get(k, 0) for k in ("1", "2", "4", "8")], [g.stranded_gpus.get(k, 0) for k in ("2", "4", "8")])
-        for g in fragmentation_at(at=now, visible_teams=teams)
-    ]
-    history = fragmentation_range(start=start, end=end, visible_teams=teams)
-    pending = pending_list(at=now, visible_teams=teams)[:50]
-    context = {
-        "groups": groups, "pending": pending, "days": days, "periods": list(PERIODS),
-        "figures": charts.as_script_data({"chart-free": charts.free_over_time(history)}),
-    }
-    return render(request, "dashboard/capacity.html", context)
+def workloads(request: HttpRequest) -> HttpResponse:
+    """View 2: every workload in scope, sortable by any column (default: idle cost, largest first), with a totals
+    row and a CSV of all of its rows."""
+    keep = ("sort", "order", "busy_below")
+    scope = _scope(request, keep=keep)
+    busy_below = None
+    raw = (request.GET.get("busy_below") or "").strip()
+    errors: list[str] = []
+    if raw:
+        try:
+            busy_below = float(raw)
+            if not 0 < busy_below <= 100:
+                raise ValueError
+        except ValueError:
+            errors.append("busy_below must be a number of percent between 0 and 100; the filter was left out.")
+            busy_below = None
+    page_raw = request.GET.get("page") or "1"
+    page = int(page_raw) if page_raw.isdigit() and len(page_raw) < 7 else 1
+    sort = request.GET.get("sort") or "idle_cost"
+    if sort not in selectors.SORT_KEYS:
+        errors.append(f"Unknown sort column {sort[:40]!r}; sorted by idle cost.")
+        sort = "idle_cost"
+    data = selectors.workloads_page(scope, sort=sort, order=request.GET.get("order") or "desc", page=page,
+                                    busy_below=busy_below)
+    if request.GET.get("format") == "csv":
+        return _csv_all(scope, data["table_block"])
+    if errors:
+        scope = Scope(scope.window, scope.filters, scope.signal, scope.visible_teams, (*scope.errors, *errors),
+                      scope.extra)
+    crumbs = [("Overview", reverse("dashboard:overview") + "?" + _plain(scope)), ("Workloads", "")]
+    return _page(request, "dashboard/workloads.html", scope, data, page="workloads", crumbs=crumbs,
+                 blocks=[data["table_block"]])
+
+
+def _csv_all(scope: Scope, block: Block) -> HttpResponse:
+    full = Block(block.id, block.title, block.columns, block.extra["all_rows"], totals=block.totals)
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope.window.label).strip("_")
+    response = HttpResponse(full.csv(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="gpufinops-workloads-{label}.csv"'
+    return response
+
+
+@login_required
+def workload(request: HttpRequest, cluster: str, namespace: str, workload: str) -> HttpResponse:
+    """View 3: one workload. 404 when the caller may see none of it (its existence is not leaked)."""
+    scope = _scope(request)
+    name = "" if workload == selectors.NO_WORKLOAD else workload
+    data = selectors.workload_page(scope, cluster, namespace, name)
+    if data is None:
+        raise Http404("no such workload, or none you may see")
+    crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query()),
+              ("Workloads", reverse("dashboard:workloads") + "?" + scope.query()),
+              (f"{cluster} / {namespace}", reverse("dashboard:workloads") + "?" + scope.query(
+                  cluster=cluster, namespace=namespace)),
+              (name or "(not recorded)", "")]
+    return _page(request, "dashboard/workload.html", scope, data, page="workload", crumbs=crumbs,
+                 blocks=data["blocks"])
 
 
 @login_required
 def queues(request: HttpRequest) -> HttpResponse:
-    """Kueue quota per ClusterQueue next to the GPU-hours its pods allocated and worked."""
-    teams = visible_team_names(request.user)
-    start, end, days = _period(request)
-    rows = queue_usage(start=start, end=end, signal=default_signal(), visible_teams=teams)
-    # GPU resources only: CPU and memory quota are in the API (/api/v1/queues/), not this GPU page.
-    quotas = [q for q in queue_list(at=timezone.now(), visible_teams=teams) if q.resource.startswith("nvidia.com/")]
-    return render(request, "dashboard/queues.html",
-                  {"rows": rows, "quotas": quotas, "days": days, "periods": list(PERIODS)})
+    """View 4: the team's queues and quota, what waited and why, GPU-hours waited next to GPU-hours held idle."""
+    scope = _scope(request)
+    data = selectors.queues_page(scope)
+    crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query()), ("Queues and quota", "")]
+    return _page(request, "dashboard/queues.html", scope, data, page="queues", crumbs=crumbs, blocks=data["blocks"])
+
+
+@login_required
+def fleet(request: HttpRequest) -> HttpResponse:
+    """View 6 (finance and platform admins): capacity -> allocated -> working, and both kinds of idle."""
+    scope = _scope(request)
+    crumbs = [("Fleet", "")]
+    if not scope.sees_all:
+        response = _page(request, "dashboard/fleet.html", scope, {"forbidden": True}, page="fleet", crumbs=crumbs,
+                         blocks=[], options=False)
+        response.status_code = 403
+        return response
+    data = selectors.fleet_page(scope)
+    return _page(request, "dashboard/fleet.html", scope, data, page="fleet", crumbs=crumbs, blocks=data["blocks"])
+
+
+@login_required
+def teams(request: HttpRequest) -> HttpResponse:
+    """View 7: showback, one row per team (and unallocated capacity for those who see every team)."""
+    scope = _scope(request)
+    data = selectors.showback_page(scope)
+    first = ("Fleet", reverse("dashboard:fleet") + "?" + scope.query()) if scope.sees_all else (
+        "Overview", reverse("dashboard:overview") + "?" + scope.query())
+    return _page(request, "dashboard/teams.html", scope, data, page="teams", crumbs=[first, ("Teams", "")],
+                 blocks=[data["table_block"]])
+
+
+def glossary(request: HttpRequest) -> HttpResponse:
+    """What every figure means, in a few lines each (the full rules: docs/numbers.md)."""
+    return render(request, "dashboard/glossary.html", {"crumbs": [("Overview", reverse("dashboard:overview")),
+                                                                  ("Glossary", "")]})
+
+
+@login_required
+def capacity(request: HttpRequest) -> HttpResponse:
+    """View 8 (the existing page): fragmentation per node group now, free GPUs next to the largest free block over
+    the period (at most the caller's history limit), pending GPU work with its reason."""
+    scope = _scope(request)
+    teams_ = scope.visible_teams
+    now = timezone.now()
+    w = scope.window
+    start = max(w.start, w.end - timedelta(days=history_days(request.user)))
+    notes = []
+    if start > w.start:
+        notes.append(f"The chart covers the last {history_days(request.user)} days of the period (history limit).")
+    clusters = set(scope.filters.get("cluster", ()))
+    frag = [g for g in fragmentation_at(at=min(now, w.end), visible_teams=teams_) if not clusters or
+            g.cluster.name in clusters]
+    groups = [(g, [g.placeable.get(k, 0) for k in ("1", "2", "4", "8")], [g.stranded_gpus.get(k, 0) for k in
+                                                                           ("2", "4", "8")]) for g in frag]
+    history = [r for r in fragmentation_range(start=start, end=w.end, visible_teams=teams_)
+               if not clusters or r.cluster.name in clusters]
+    pending = [p for p in pending_list(at=min(now, w.end), visible_teams=selectors.teams_in_scope(scope))
+               if not clusters or p.cluster.name in clusters][:50]
+    block = Block("free", "Free GPUs and the largest free block over time", [], [],
+                  figure=charts.free_over_time(history, "free") if history else None)
+    crumbs = [("Fleet", reverse("dashboard:fleet") + "?" + scope.query()) if scope.sees_all else
+              ("Overview", reverse("dashboard:overview") + "?" + scope.query()), ("Capacity", "")]
+    context = {"groups": groups, "pending": pending, "history_count": len(history), "notes": notes}
+    return _page(request, "dashboard/capacity.html", scope, context, page="capacity", crumbs=crumbs,
+                 blocks=[block])
 
 
 @login_required
 def data_status_page(request: HttpRequest) -> HttpResponse:
     """Per cluster and day of the last week: which hours are final, which failed or were kept, and why."""
-    teams = visible_team_names(request.user)
+    teams_ = visible_team_names(request.user)
     end = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
-    rows = data_status(start=end - timedelta(days=7), end=end, visible_teams=teams)
+    rows = data_status(start=end - timedelta(days=7), end=end, visible_teams=teams_)
     rows.sort(key=lambda r: (r.cluster, -r.day.toordinal()))
     return render(request, "dashboard/data_status.html", {
-        "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams),
+        "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams_),
         "abandon_days": settings.GPUFINOPS_ABANDON_AFTER_DAYS,
+        "crumbs": [("Overview", reverse("dashboard:overview")), ("Data status", "")],
     })
 
 

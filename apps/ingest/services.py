@@ -24,6 +24,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.capacity import services as capacity
+from apps.findings import services as findings
 from apps.ingest.collectors.kubernetes import KubernetesError, api_client_for, read_snapshot
 from apps.ingest.collectors.prometheus import PrometheusError, PrometheusSource
 from apps.inventory import services as inventory
@@ -54,6 +55,7 @@ class CollectReport:
     degraded: dict[datetime, str] = field(default_factory=dict)  # stored rows kept: the source brought less
     skipped: list[datetime] = field(default_factory=list)  # another worker held them
     not_attempted: list[datetime] = field(default_factory=list)  # the run stopped at an unreachable source
+    findings_failed: dict[datetime, str] = field(default_factory=dict)  # written, but its findings were kept
     queries: int = 0
     samples: int = 0
 
@@ -83,6 +85,25 @@ def record_side_snapshots(cluster: Cluster, snap: ClusterSnapshot) -> None:
         queues.record_queue_snapshot(cluster, snap)
     except Exception:
         log.exception("queue snapshot failed for %s", cluster.name)
+    try:
+        findings.record_snapshot(cluster, snap.taken_at)
+    except Exception:
+        log.exception("findings of the snapshot failed for %s", cluster.name)
+
+
+def record_findings(cluster: Cluster, hour: datetime, outcome: ledger.BucketOutcome, source: MetricsSource) -> str:
+    """The written bucket's findings, from its own data and the same source. A failure never fails the ledger:
+    the hour's findings stay as they were (the next collection of the hour tries again); returns the error."""
+    if outcome.assembled is None or outcome.result is None:
+        return ""
+    try:
+        with log_context(bucket=hour.isoformat()):
+            findings.record_bucket(cluster, hour, assembled=outcome.assembled, result=outcome.result, source=source)
+    except Exception as exc:
+        log.exception("findings of bucket %s %s failed", cluster.name, hour.isoformat(),
+                      extra={"cluster": cluster.name, "bucket": hour.isoformat()})
+        return f"{type(exc).__name__}: {exc}"
+    return ""
 
 
 @monitoring.collection_run  # records the run for /metrics; log lines of the run carry `cluster` (and `bucket`)
@@ -128,6 +149,9 @@ def collect_cluster(
             )
         if outcome.state == "written":
             report.written.append(h)
+            error = record_findings(cluster, h, outcome, source)
+            if error:
+                report.findings_failed[h] = error
         elif outcome.state == "skipped":
             report.skipped.append(h)
         elif outcome.state == "degraded":

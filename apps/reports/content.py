@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,7 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.findings.selectors import infra_loss_by_team
 from apps.reports import focus
 from apps.reports.periods import WEEKLY, Period, period_state
 from apps.reports.selectors import top_idle
@@ -294,6 +296,31 @@ def build_content(period: Period, scope: Scope, *, now: datetime, signal: str | 
             "reconciles": exact_diff == 0, "reconciliation_diff": str(money.cents(exact_diff)),
         })
 
+    # Infra loss (docs/findings.md): what each team was charged for GPUs while they were unhealthy, a column next
+    # to its charge and a headline line; credited back (a net line) only with GPUFINOPS_INFRA_LOSS_CREDIT. The
+    # ledger's figures above never change. Printed per team to the cent, adding up to the printed total.
+    loss = infra_loss_by_team(start=period.start, end=period.end, visible_teams=visible)
+    loss_teams = [r for r in rows if r["kind"] == "team"]
+    loss_exact = [loss[r["name"]].cost if r["name"] in loss else money.ZERO for r in loss_teams]
+    loss_total = sum((v.cost for v in loss.values()), money.ZERO)
+    loss_printed = money.apportion(loss_exact, loss_total) if loss_teams else []
+    for r, exact, printed_loss in zip(loss_teams, loss_exact, loss_printed, strict=True):
+        r["infra_loss_cost"], r["infra_loss_printed"] = str(exact), str(printed_loss)
+        r["infra_loss_gpu_hours"] = loss[r["name"]].gpu_hours if r["name"] in loss else 0.0
+    for r in rows:
+        r.setdefault("infra_loss_cost", None)
+        r.setdefault("infra_loss_printed", None)
+        r.setdefault("infra_loss_gpu_hours", None)
+    credited = settings.GPUFINOPS_INFRA_LOSS_CREDIT
+    loss_total_printed = money.cents(loss_total)
+    total_row["infra_loss_printed"] = str(loss_total_printed)
+    headline.update({
+        "infra_loss": str(loss_total), "infra_loss_printed": str(loss_total_printed),
+        "infra_loss_gpu_hours": round(math.fsum(v.gpu_hours for v in loss.values()), 6),
+        "infra_loss_credited": credited,
+        "net_charged_printed": str(money.cents(printed["charged"]) - loss_total_printed) if credited else None,
+    })
+
     movers = sorted((r for r in rows if r["kind"] == "team" and r["delta"] not in (None, "0.00")),
                     key=lambda r: (-abs(Decimal(r["delta"])), r["name"]))[:MOVERS]
     idle_kind, idle_rows = top_idle(start=period.start, end=period.end, visible_teams=visible, signal=signal)
@@ -335,6 +362,8 @@ def build_content(period: Period, scope: Scope, *, now: datetime, signal: str | 
     own = {"totals": figures["totals"], "capacity": figures["capacity"], "coverage": figures["coverage"],
            "rows": [{k: r[k] for k in ("name", "cost", "gpu_hours", "idle_gpu_hours", "idle_cost",
                                         "unpriced_gpu_hours")} for r in rows], "files": figures["files"]}
+    if credited:  # credited infra loss changes what teams pay: a change of it restates the period
+        own["infra_loss"] = {r["name"]: r["infra_loss_cost"] for r in rows}
     digest = hashlib.sha256(json.dumps(own, sort_keys=True).encode()).hexdigest()
     return Content(figures=figures, csv=csv_data, focus=focus_data, content_sha256=digest)
 

@@ -66,16 +66,17 @@ def _change(delta: str | None, percent: str | None) -> str:
 def text_table(figures: dict[str, Any]) -> list[str]:
     """The per-team table as fixed-width lines for the plain-text part (same figures as the HTML table)."""
     header = ["Team", "Cost (USD)", "Share", f"vs {figures['previous']['period']}", average_label(figures),
-              "GPU-h", "Idle %", "Notes"]
+              "GPU-h", "Idle %", "Infra loss", "Notes"]
     body = []
     for r in [*figures["rows"], figures["total_row"]]:
         cost = cost_cell(r["cost_printed"], r.get("unpriced_only"))
         unpriced = cost == "unpriced"
+        loss = r.get("infra_loss_printed")
         body.append([
             r["name"], cost, "—" if unpriced else pct(r["share"]),
             "—" if unpriced else _change(r["delta"], r["delta_pct"]),
             "" if r is figures["total_row"] else "—" if unpriced else _change(r["avg_delta"], r["avg_delta_pct"]),
-            gpuh(r["gpu_hours_printed"]), pct(r.get("idle_pct")), _notes(r),
+            gpuh(r["gpu_hours_printed"]), pct(r.get("idle_pct")), "—" if loss is None else usd(loss), _notes(r),
         ])
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     lines = []
@@ -113,6 +114,7 @@ def text_headline(f: dict[str, Any]) -> list[str]:
         rows.append(["  of which idle in allocations", usd(h["idle_cost_printed"]), "",
                      f"({pct(h['idle_share_of_charged'])} of charged)"])
     lines = _align(rows, {1, 2})
+    lines += infra_loss_lines(h)
     if f["scope"]["fleet"]:
         mark = "OK" if h["reconciles"] else "MISMATCH"
         lines.append(f"Check: charged + unallocated = capacity cost: {usd(h['charged_printed'])} + "
@@ -128,6 +130,17 @@ def text_headline(f: dict[str, Any]) -> list[str]:
     if compare:
         lines.append(" · ".join(compare))
     return lines
+
+
+def infra_loss_lines(h: dict[str, Any]) -> list[str]:
+    """The infra-loss line (editions made before findings existed have none)."""
+    if h.get("infra_loss_printed") is None:
+        return []
+    line = (f"Infra loss: {usd(h['infra_loss_printed'])} ({h['infra_loss_gpu_hours']:,.1f} GPU-h) charged for GPUs "
+            "while they were unhealthy (XID, throttling, row remapping, ECC, vanished)")
+    if h.get("infra_loss_credited"):
+        return [line + "; credited back:", f"  charged net of infra loss: {usd(h['net_charged_printed'])}"]
+    return [line + "; shown, not credited"]
 
 
 def text_movers(f: dict[str, Any]) -> list[str]:

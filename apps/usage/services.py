@@ -31,7 +31,7 @@ from apps.inventory.observations import ClusterSnapshot
 from apps.inventory.services import record_teams
 from apps.usage import money
 from apps.usage.activity import SIGNALS
-from apps.usage.inputs import assemble_bucket
+from apps.usage.inputs import AssembledBucket, assemble_bucket
 from apps.usage.ledger import BucketResult, compute_bucket
 from apps.usage.models import (
     Bucket,
@@ -357,6 +357,9 @@ class BucketOutcome:
     hour: datetime
     state: str  # "written" | "degraded" (stored rows kept) | "failed" | "skipped" (another worker holds it)
     error: str = ""
+    # A written bucket's assembled inputs and computed rows, for what is derived from the same data (findings).
+    assembled: AssembledBucket | None = None
+    result: BucketResult | None = None
 
 
 def collect_bucket(
@@ -387,7 +390,7 @@ def collect_bucket(
         source.warnings.clear()
         if written == Bucket.Status.DEGRADED_SOURCE:
             return BucketOutcome(hour, "degraded", Bucket.objects.get(cluster=cluster, hour=hour).last_error)
-        return BucketOutcome(hour, "written")
+        return BucketOutcome(hour, "written", assembled=assembled, result=result)
     except LeaseLost as exc:
         return BucketOutcome(hour, "skipped", str(exc))
     except SourceError as exc:

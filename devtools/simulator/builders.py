@@ -9,7 +9,19 @@ from __future__ import annotations
 import random
 import re
 
-from .model import SEG, ClusterQueue, Flavor, LocalQueue, Scenario, Unit, Workload, _uuid, align5
+from .model import (
+    ACT_KINDS,
+    SEG,
+    ClusterQueue,
+    Flavor,
+    LocalQueue,
+    Scenario,
+    Unit,
+    Workload,
+    _uuid,
+    align5,
+    owner_uid,
+)
 
 H = 3600.0
 D = 86400.0
@@ -152,7 +164,7 @@ def kueue_job(
         lab = {
             "batch.kubernetes.io/job-name": job,
             "job-name": job,
-            "batch.kubernetes.io/controller-uid": _uuid("jobuid", sc.name, job),
+            "batch.kubernetes.io/controller-uid": owner_uid(sc, namespace, job),
             "app.kubernetes.io/name": base,
         }
         if len(placements) > 1:
@@ -255,7 +267,7 @@ _POD_TIMES = ("start", "finish", "deleted", "created", "active_until")
 _POD_KEYS = {
     "namespace", "name", "node", "gpus", "units", "act", "end_phase", "deleted_running", "labels", "owner",
     "container", "image", "init_gpus", "cpu", "memory", "node_selector", "pending_message", "xid", "annotations",
-    "workload", *_POD_TIMES,
+    "workload", "overrides", *_POD_TIMES,
 }
 _JOB_KEYS = {
     "namespace", "base", "queue", "cluster_queue", "flavor", "placements", "gpus", "start", "finish", "phase",
@@ -275,10 +287,13 @@ def _check(kind: str, spec: dict, allowed: set) -> None:
 
 
 def _owner(sc: Scenario, owner, i, n, **names) -> tuple | None:
+    """``[kind, name]``, or ``[kind, name, parent kind, parent name]`` for a ReplicaSet or Job with a controller
+    (a Deployment, a CronJob, a JobSet): ``(kind, name)`` or ``(kind, name, parent kind, parent name)``."""
     if owner is None:
         return None
-    kind, oname = owner
-    return (kind, name(sc, oname, i, n, **names))
+    if len(owner) not in (2, 4):
+        raise SpecError(f"bad owner {owner!r}: expected [kind, name] or [kind, name, parent kind, parent name]")
+    return tuple(x if k % 2 == 0 else name(sc, x, i, n, **names) for k, x in enumerate(owner))
 
 
 def _labels(sc: Scenario, labels: dict | None, i, n) -> dict | None:
@@ -320,7 +335,8 @@ def _pod(sc: Scenario, spec: dict, i=None, n=None, times: dict | None = None):
           if k in spec}
     if t["active_until"] is not None:
         kw["active_until"] = t["active_until"]
-    return sc.add_pod(
+    owner = _owner(sc, spec.get("owner"), i, n, pod=pod_name)
+    p = sc.add_pod(
         spec["namespace"],
         pod_name,
         node=spec.get("node"),
@@ -330,10 +346,58 @@ def _pod(sc: Scenario, spec: dict, i=None, n=None, times: dict | None = None):
         deleted=t["deleted"],
         created=t["created"],
         labels=_labels(sc, spec.get("labels"), i, n),
-        owner=_owner(sc, spec.get("owner"), i, n, pod=pod_name),
+        owner=owner[:2] if owner else None,
+        owner_parent=owner[2:] if owner and len(owner) == 4 else None,
         workload=wl,
         **kw,
     )
+    for o in spec.get("overrides", ()):  # {"unit": k, "from": T, "until": T, "act": kind}
+        if set(o) != {"unit", "from", "until", "act"} or o["act"] not in ACT_KINDS:
+            raise SpecError(f"bad override {o!r}")
+        key = (p.idx, p.units[o["unit"]].entity)
+        sc.overrides.setdefault(key, []).append((when(sc, o["from"]), when(sc, o["until"]), o["act"]))
+    return p
+
+
+_CLOCK_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
+_COUNTERS = ("ecc_dbe", "remap_correctable", "remap_uncorrectable")
+
+
+def _health(sc: Scenario, spec: dict) -> None:
+    """One health event of a physical GPU (``node``, ``gpu``) from ``from`` until ``until``: ``xid`` (the code
+    the GPU reports meanwhile), ``clock_events`` (reason names set meanwhile), ``vanish`` (no series at all),
+    ``rogue`` (busy with no pod holding it); or at ``from``: ``counter`` + ``increment``, ``remap_failure``."""
+    kinds = {"xid", "clock_events", "vanish", "rogue", "counter", "remap_failure"} & set(spec)
+    allowed = {"node", "gpu", "from", "until", "increment", *kinds}
+    if len(kinds) != 1 or set(spec) - allowed:
+        raise SpecError(f"bad health event {spec!r}")
+    ent = sc.gpu_entity(spec["node"], spec["gpu"])
+    start = when(sc, spec["from"])
+    until = when(sc, spec.get("until"))
+    health = sc.health_of(ent.idx)
+    kind = kinds.pop()
+    if kind in ("xid", "clock_events", "vanish", "rogue") and until is None:
+        raise SpecError(f"health event {kind} needs until: {spec!r}")
+    if kind == "xid":
+        sc.xid_events.setdefault(ent.idx, []).append((start, until, int(spec["xid"])))
+    elif kind == "clock_events":
+        bits = 0
+        for reason in spec["clock_events"]:
+            if reason not in _CLOCK_BITS:
+                raise SpecError(f"unknown clock event reason {reason!r} ({', '.join(_CLOCK_BITS)})")
+            bits |= _CLOCK_BITS[reason]
+        health.throttle.append((start, until, bits))
+    elif kind == "vanish":
+        health.gaps.append((start, until))
+    elif kind == "rogue":
+        health.rogue.append((start, until))
+    elif kind == "counter":
+        if spec["counter"] not in _COUNTERS:
+            raise SpecError(f"unknown counter {spec['counter']!r} ({', '.join(_COUNTERS)})")
+        health.counters.append((start, spec["counter"], int(spec.get("increment", 1))))
+    else:
+        health.remap_failure_from = start if health.remap_failure_from is None else min(
+            health.remap_failure_from, start)
 
 
 def _job(sc: Scenario, spec: dict, n=None, times: dict | None = None, **extra):
@@ -407,6 +471,8 @@ def build_from_spec(sc: Scenario, spec: dict) -> None:
     ]
     for node, gpu in spec.get("labels_lost", []):
         sc.gpu_entity(node, gpu).labels_lost = True
+    for event in spec.get("health", []):
+        _health(sc, event)
     for entry in spec["workloads"]:
         kind = entry["kind"]
         if "stream" in entry:

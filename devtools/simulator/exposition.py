@@ -10,9 +10,9 @@ import time as _time
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .model import DRIVER, MODELS, SEG, Node, Pod, Scenario, _uuid, parse_quantity, sanitize, to_ts
+from .model import DRIVER, MODELS, SEG, Controller, Node, Pod, Scenario, _uuid, parse_quantity, sanitize, to_ts
 
-# (metric, key in entity_values, help)
+# (metric, key in entity_values, help): dcgm-exporter's field names (etc/default-counters.csv, help texts too)
 DCGM_METRICS = [
     ("DCGM_FI_DEV_GPU_UTIL", "util", "GPU utilization (in %)."),
     ("DCGM_FI_DEV_FB_FREE", "fb_free", "Framebuffer memory free (in MiB)."),
@@ -20,12 +20,32 @@ DCGM_METRICS = [
     ("DCGM_FI_DEV_POWER_USAGE", "power", "Power draw (in W)."),
     ("DCGM_FI_DEV_GPU_TEMP", "temp", "GPU temperature (in C)."),
     ("DCGM_FI_DEV_XID_ERRORS", "xid", "Value of the last XID error encountered."),
-    ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "throttle", "Current clock throttle reasons (bitmask)."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "power_violation", "Throttling duration due to power constraints (in ns)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "thermal_violation", "Throttling duration due to thermal constraints (in ns)."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "remap_uncorrectable",
+     "Number of remapped rows for uncorrectable errors"),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "remap_correctable", "Number of remapped rows for correctable errors"),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "remap_failure", "Whether remapping of rows has failed"),
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "throttle", "Current clock event reasons (bitmask)."),
     ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gr", "Ratio of time the graphics engine is active."),
     ("DCGM_FI_PROF_SM_ACTIVE", "sm", "The ratio of cycles an SM has at least 1 warp assigned."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor", "Ratio of cycles the tensor (HMMA) pipe is active."),
 ]
 DCGM_FAMILIES = [m for m, _k, _h in DCGM_METRICS]
+# Typed `counter` in dcgm-exporter's /metrics (the OpenMetrics export types every family gauge: OpenMetrics
+# counters need a `_total` suffix these names lack).
+DCGM_COUNTERS = frozenset({"DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION",
+                           "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                           "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"})
+# Names an exporter may use instead (its CSV names the metric): the clock-event reasons field (112) was
+# DCGM_FI_DEV_CLOCK_THROTTLE_REASONS before DCGM 3.1, the XID field (230) is DCGM_FI_DEV_XID_ERROR from 4.6.
+LEGACY_CLOCK_EVENTS = {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}
+DCGM_4_6_XID = {"DCGM_FI_DEV_XID_ERRORS": "DCGM_FI_DEV_XID_ERROR"}
+# Device-level fields: a MIG instance reports none of them (its GPU does); the row-remapping ones only on
+# GPUs that remap rows (MODELS[...]["remap"]).
+REMAP_KEYS = frozenset({"remap_uncorrectable", "remap_correctable", "remap_failure"})
+DEVICE_KEYS = frozenset({"power", "temp", "throttle", "power_violation", "thermal_violation", "ecc_dbe"}) | REMAP_KEYS
 
 KSM_HELP = {
     "kube_pod_info": "Information about pod.",
@@ -40,6 +60,8 @@ KSM_HELP = {
     "kube_pod_container_resource_limits": "The number of requested limit resource by a container.",
     "kube_pod_init_container_resource_requests": "The number of requested request resource by an init container.",
     "kube_pod_init_container_resource_limits": "The number of requested limit resource by an init container.",
+    "kube_replicaset_owner": "Information about the ReplicaSet's owner.",
+    "kube_job_owner": "Information about the Job's owner.",
     "kube_namespace_labels": "Kubernetes labels converted to Prometheus labels.",
     "kube_node_info": "Information about a cluster node.",
     "kube_node_labels": "Kubernetes labels converted to Prometheus labels.",
@@ -82,72 +104,133 @@ class DcgmSeries:
     series: list
 
 
-def _dcgm_gpus(sc: Scenario, t: float, hostname_label: str, exported: bool, scrape_labels: bool,
-               drop_empty: bool, metrics):
-    """Per physical GPU at t, in exposition order: [(entity, holders, [(metric, labels, value key)])] for the
-    GPU and then its MIG instances."""
-    want = set(metrics) if metrics else None
-    names = (
-        ("exported_container", "exported_namespace", "exported_pod") if exported else ("container", "namespace", "pod")
-    )
-    for node in sc.nodes:
-        if node.created > t or not node.entities:
-            continue
-        target = []
-        if scrape_labels or exported:
-            if exported:
+class DcgmLayout:
+    """The label sets of the DCGM series, per entity and holders: they change only when an entity's holders
+    do, so a layout kept across instants (an export, a simulated Prometheus) builds each once.
+
+    ``hostname_label``: ``Hostname`` (exporters up to 4.5.3-4.8.2) or ``hostname``; ``exported``: the
+    Prometheus-Operator shape (the exporter's pod labels renamed ``exported_*``); ``scrape_labels``: what
+    Prometheus attaches when scraping (job/instance, with ``exported`` the target's namespace/pod/container/
+    service/endpoint); ``drop_empty``: empty-valued labels removed (what the TSDB stores); ``metrics``: only
+    these (emitted) names; ``renames``: canonical name -> the name this exporter uses
+    (``LEGACY_CLOCK_EVENTS``, ``DCGM_4_6_XID``)."""
+
+    def __init__(self, sc: Scenario, hostname_label: str = "Hostname", exported: bool = False,
+                 scrape_labels: bool = False, drop_empty: bool = False, metrics=None, renames=None):
+        self.sc = sc
+        self.hostname_label = hostname_label
+        self.exported = exported
+        self.scrape_labels = scrape_labels
+        self.drop_empty = drop_empty
+        self.renames = dict(renames or {})
+        self.want = set(metrics) if metrics else None
+        self.names = (("exported_container", "exported_namespace", "exported_pod") if exported
+                      else ("container", "namespace", "pod"))
+        self.plans: dict = {}  # entity kind -> [(emitted metric, value key)]
+        self.targets: dict = {}  # node -> target labels
+        self.cache: dict = {}  # (entity idx, holders key) -> rows
+
+    @property
+    def families(self) -> list[str]:
+        """The metric names this layout emits, in exposition order."""
+        return [n for n in (self.renames.get(m, m) for m in DCGM_FAMILIES) if self.want is None or n in self.want]
+
+    def _plan(self, e) -> list:
+        kind = ("instance" if e.profile is not None else "parent" if e.mig_parent else "gpu",
+                bool(MODELS[e.model].get("remap")))
+        plan = self.plans.get(kind)
+        if plan is None:
+            plan = self.plans[kind] = []
+            for metric, key, _h in DCGM_METRICS:
+                name = self.renames.get(metric, metric)
+                if self.want is not None and name not in self.want:
+                    continue
+                # MIG instances export no GPU_UTIL and no device-level field; MIG parents no GPU_UTIL.
+                if key == "util" and kind[0] != "gpu":
+                    continue
+                if key in DEVICE_KEYS and kind[0] == "instance":
+                    continue
+                if key in REMAP_KEYS and not kind[1]:
+                    continue
+                plan.append((name, key))
+        return plan
+
+    def _target(self, node: Node) -> list:
+        target = self.targets.get(node.name)
+        if target is None:
+            target = []
+            if self.exported:
                 target = [
                     ("endpoint", "gpu-metrics"),
                     ("instance", f"{node.ip}:9400"),
                     ("job", "nvidia-dcgm-exporter"),
                     ("namespace", "gpu-operator"),
-                    ("pod", exporter_pod(sc, node.name)),
+                    ("pod", exporter_pod(self.sc, node.name)),
                     ("service", "nvidia-dcgm-exporter"),
                 ]
-                if scrape_labels:
+                if self.scrape_labels:
                     target.insert(0, ("container", "nvidia-dcgm-exporter"))
-            else:
+            elif self.scrape_labels:
                 target = [("instance", f"{node.ip}:9400"), ("job", "nvidia-dcgm-exporter")]
-        for gidx in node.entities:
-            ent = sc.entities[gidx]
-            gpu = []
-            for e in [ent] + [sc.entities[c] for c in ent.children]:
-                holders = sc.entity_state(e, t) if not e.mig_parent else []
-                m = MODELS[e.model]
-                base = [
-                    ("gpu", str(e.gpu)),
-                    ("UUID", e.uuid),
-                    ("pci_bus_id", e.pci),
-                    ("device", f"nvidia{e.gpu}"),
-                    ("modelName", m["modelName"]),
-                ]
-                if e.profile:
-                    base += [("GPU_I_PROFILE", e.profile), ("GPU_I_ID", e.gi_id)]
-                base += [(hostname_label, node.name), ("DCGM_FI_DRIVER_VERSION", DRIVER)]
-                attrs = []
-                if not e.labels_lost:
-                    for pod, cont, vgpu, ghost in holders:
-                        if ghost:
-                            continue
-                        a = [(names[0], cont), (names[1], pod.namespace), (names[2], pod.name)]
-                        if vgpu is not None:
-                            a.append(("vgpu", vgpu))
-                        attrs.append(a)
-                if not attrs:
-                    attrs = [[] if drop_empty else [(names[0], ""), (names[1], ""), (names[2], "")]]
-                rows = []
-                for metric, key, _h in DCGM_METRICS:
-                    if want is not None and metric not in want:
-                        continue
-                    # MIG instances export no GPU_UTIL, power, temperature or throttling; MIG parents no GPU_UTIL.
-                    if key == "util" and (e.mig_parent or e.profile is not None):
-                        continue
-                    if key in ("power", "temp", "throttle") and e.profile is not None:
-                        continue
-                    for a in attrs:
-                        rows.append((metric, base + a + target, key))
-                gpu.append((e, holders, rows))
-            yield gpu
+            self.targets[node.name] = target
+        return target
+
+    def rows(self, node: Node, e, holders: list) -> list:
+        """[(metric, [(label, value), ...], value key)] of entity ``e`` held by ``holders`` (cached)."""
+        key = (e.idx, tuple((p.idx, c, v, g) for p, c, v, g in holders))
+        rows = self.cache.get(key)
+        if rows is not None:
+            return rows
+        names = self.names
+        base = [
+            ("gpu", str(e.gpu)),
+            ("UUID", e.uuid),
+            ("pci_bus_id", e.pci),
+            ("device", f"nvidia{e.gpu}"),
+            ("modelName", MODELS[e.model]["modelName"]),
+        ]
+        if e.profile:
+            base += [("GPU_I_PROFILE", e.profile), ("GPU_I_ID", e.gi_id)]
+        base += [(self.hostname_label, node.name), ("DCGM_FI_DRIVER_VERSION", DRIVER)]
+        attrs = []
+        if not e.labels_lost:
+            for pod, cont, vgpu, ghost in holders:
+                if ghost:
+                    continue
+                a = [(names[0], cont), (names[1], pod.namespace), (names[2], pod.name)]
+                if vgpu is not None:
+                    a.append(("vgpu", vgpu))
+                attrs.append(a)
+        if not attrs:  # no pod holds it: dcgm-exporter leaves the pod labels empty
+            attrs = [[] if self.drop_empty else [(names[0], ""), (names[1], ""), (names[2], "")]]
+        target = self._target(node)
+        rows = self.cache[key] = [(metric, base + a + target, vkey) for metric, vkey in self._plan(e) for a in attrs]
+        return rows
+
+    def gpus(self, t: float):
+        """Per physical GPU at t, in exposition order: [(entity, holders, rows)] for the GPU and then its MIG
+        instances. A GPU in a ``vanish`` gap of its health reports nothing."""
+        sc = self.sc
+        health = sc.health
+        for node in sc.nodes:
+            if node.created > t or not node.entities:
+                continue
+            for gidx in node.entities:
+                ent = sc.entities[gidx]
+                h = health.get(gidx)
+                if h is not None and h.gaps and h.vanished(t):
+                    continue
+                gpu = []
+                for e in [ent] + [sc.entities[c] for c in ent.children]:
+                    holders = sc.entity_state(e, t) if not e.mig_parent else []
+                    gpu.append((e, holders, self.rows(node, e, holders)))
+                yield gpu
+
+
+def _dcgm_gpus(sc: Scenario, t: float, hostname_label: str, exported: bool, scrape_labels: bool,
+               drop_empty: bool, metrics, renames=None):
+    """``DcgmLayout(...).gpus(t)`` for one instant."""
+    return DcgmLayout(sc, hostname_label, exported, scrape_labels, drop_empty, metrics, renames).gpus(t)
 
 
 def _gpu_values(sc: Scenario, t: float, gpu: list, activity_only: bool = False) -> list[dict]:
@@ -168,11 +251,14 @@ def dcgm_series(
     scrape_labels: bool = False,
     drop_empty: bool = False,
     metrics=None,
+    renames=None,
+    layout: DcgmLayout | None = None,
 ) -> DcgmSeries:
-    """Every DCGM series at t (see ``dcgm_rows`` for the options), in exposition order."""
+    """Every DCGM series at t (see ``DcgmLayout`` for the options, or give one), in exposition order."""
+    layout = layout or DcgmLayout(sc, hostname_label, exported, scrape_labels, drop_empty, metrics, renames)
     entities: list = []
     series: list = []
-    for gpu in _dcgm_gpus(sc, t, hostname_label, exported, scrape_labels, drop_empty, metrics):
+    for gpu in layout.gpus(t):
         for e, holders, rows in gpu:
             slot = len(entities)
             entities.append((e, holders))
@@ -188,24 +274,23 @@ def dcgm_rows(
     scrape_labels: bool = False,
     drop_empty: bool = False,
     metrics=None,
+    renames=None,
 ):
-    """Yield (metric, [(label, value), ...], value) for every DCGM series at t.
-
-    scrape_labels adds what Prometheus attaches when scraping (job/instance, and with
-    ``exported`` the Prometheus-Operator target labels namespace/pod/container/service/endpoint).
-    drop_empty removes empty-valued labels (what the TSDB stores)."""
-    for gpu in _dcgm_gpus(sc, t, hostname_label, exported, scrape_labels, drop_empty, metrics):
+    """Yield (metric, [(label, value), ...], value) for every DCGM series at t (options: ``DcgmLayout``)."""
+    for gpu in _dcgm_gpus(sc, t, hostname_label, exported, scrape_labels, drop_empty, metrics, renames):
         for (_e, _holders, rows), values in zip(gpu, _gpu_values(sc, t, gpu), strict=True):
             for metric, labels, key in rows:
                 yield metric, labels, values[key]
 
 
-def dcgm_samples(sc: Scenario, at, *, hostname_label: str = "Hostname", exported_labels: bool = False):
-    return [(m, dict(lab), float(v)) for m, lab, v in dcgm_rows(sc, to_ts(at), hostname_label, exported_labels)]
+def dcgm_samples(sc: Scenario, at, *, hostname_label: str = "Hostname", exported_labels: bool = False,
+                 renames=None):
+    return [(m, dict(lab), float(v))
+            for m, lab, v in dcgm_rows(sc, to_ts(at), hostname_label, exported_labels, renames=renames)]
 
 
-def render_text(rows, helps: dict | None = None) -> str:
-    """Prometheus text exposition (0.0.4), families contiguous with HELP/TYPE."""
+def render_text(rows, helps: dict | None = None, counters=frozenset()) -> str:
+    """Prometheus text exposition (0.0.4), families contiguous with HELP/TYPE (``counters``: typed counter)."""
     by: dict = {}
     for m, lab, v in rows:
         by.setdefault(m, []).append((lab, v))
@@ -213,16 +298,22 @@ def render_text(rows, helps: dict | None = None) -> str:
     for m, items in by.items():
         if helps and m in helps:
             out.append(f"# HELP {m} {helps[m]}")
-        out.append(f"# TYPE {m} gauge")
+        out.append(f"# TYPE {m} {'counter' if m in counters else 'gauge'}")
         for lab, v in items:
             ls = ",".join(f'{k}="{_esc(x)}"' for k, x in (lab.items() if isinstance(lab, dict) else lab))
             out.append(f"{m}{{{ls}}} {_fmt(v)}")
     return "\n".join(out) + "\n"
 
 
-def dcgm_text(sc: Scenario, at, hostname_label: str = "Hostname", exported: bool = False) -> str:
-    helps = {m: h for m, _k, h in DCGM_METRICS}
-    return render_text(dcgm_rows(sc, to_ts(at), hostname_label, exported), helps)
+def dcgm_helps(renames=None) -> dict:
+    renames = renames or {}
+    return {renames.get(m, m): h for m, _k, h in DCGM_METRICS}
+
+
+def dcgm_text(sc: Scenario, at, hostname_label: str = "Hostname", exported: bool = False, renames=None) -> str:
+    """dcgm-exporter's /metrics at ``at`` (counters typed as the exporter types them)."""
+    return render_text(dcgm_rows(sc, to_ts(at), hostname_label, exported, renames=renames), dcgm_helps(renames),
+                       DCGM_COUNTERS)
 
 
 # ------------------------------------------------------------------------------------------ KSM
@@ -237,6 +328,9 @@ def ksm_rows(sc: Scenario, t: float):
     for p in sc.pods:
         if p.created <= t < p.deleted:
             yield from ksm_pod_rows(sc, p, t)
+    for c in sc.controllers.values():
+        if c.visible(t):
+            yield from ksm_controller_rows(c)
     yield from ksm_namespace_rows(sc)
     for n in sc.nodes:
         if n.created <= t:
@@ -308,6 +402,19 @@ def ksm_pod_rows(sc: Scenario, p: Pod, t: float):
                 yield fam_lim, cl + [("resource", sanitize(r)), ("unit", _unit(r))], parse_quantity(q)
 
 
+def ksm_controller_rows(c: Controller):
+    """``kube_replicaset_owner`` / ``kube_job_owner`` of a visible ReplicaSet or Job (``<none>`` without owner)."""
+    replicaset = c.kind == "ReplicaSet"
+    metric, label = ("kube_replicaset_owner", "replicaset") if replicaset else ("kube_job_owner", "job_name")
+    ok, oname = c.owner if c.owner else ("<none>", "<none>")
+    yield (
+        metric,
+        [("namespace", c.namespace), (label, c.name), ("owner_kind", ok), ("owner_name", oname),
+         ("owner_is_controller", "true" if c.owner else "<none>")],
+        1.0,
+    )
+
+
 def ksm_namespace_rows(sc: Scenario):
     for ns, labels in sc.namespaces.items():
         yield (
@@ -358,10 +465,18 @@ def ksm_samples(sc: Scenario, at):
 KSM_TARGET = [("instance", "10.0.0.5:8080"), ("job", "kube-state-metrics")]
 
 
+def tsdb_layout(sc: Scenario, hostname_label: str = "Hostname", exported: bool = False, metrics=None,
+                renames=None) -> DcgmLayout:
+    """The layout of DCGM series as Prometheus stores them after a scrape: target labels added, empty labels
+    dropped."""
+    return DcgmLayout(sc, hostname_label, exported, scrape_labels=True, drop_empty=True, metrics=metrics,
+                      renames=renames)
+
+
 def tsdb_dcgm_series(sc: Scenario, t: float, hostname_label: str = "Hostname", exported: bool = False,
-                     metrics=None) -> DcgmSeries:
-    """DCGM series as Prometheus stores them after a scrape: target labels added, empty labels dropped."""
-    return dcgm_series(sc, t, hostname_label, exported, scrape_labels=True, drop_empty=True, metrics=metrics)
+                     metrics=None, renames=None, layout: DcgmLayout | None = None) -> DcgmSeries:
+    """DCGM series as Prometheus stores them after a scrape (``tsdb_layout``)."""
+    return dcgm_series(sc, t, layout=layout or tsdb_layout(sc, hostname_label, exported, metrics, renames))
 
 
 def tsdb_ksm_labels(labels: list) -> list:
@@ -380,11 +495,12 @@ def tsdb_ksm_rows(sc: Scenario, t: float, metrics=None):
 class ChangePoints:
     """The instants at which the series or values of a scenario can change.
 
-    DCGM series change when a node appears, a pod starts or stops holding a GPU, or an XID window opens
-    or closes; their values also change at every 5-minute segment. kube-state-metrics series change
-    when a pod or node appears, starts, finishes, shows its deletion timestamp or goes, or a node is
-    cordoned. Two instants with the same key have the same samples (``dcgm_rows``, ``ksm_rows``):
-    exporters and the simulated Prometheus compute a state once per key, not once per sample."""
+    DCGM series change when a node appears, a pod starts or stops holding a GPU, a GPU vanishes or comes
+    back, or an XID window opens or closes; their values also change at every 5-minute segment (every health
+    event sits on that grid). kube-state-metrics series change when a pod, a ReplicaSet, a Job or a node
+    appears, a pod starts, finishes, shows its deletion timestamp or goes, or a node is cordoned. Two instants
+    with the same key have the same samples (``dcgm_rows``, ``ksm_rows``): exporters and the simulated
+    Prometheus compute a state once per key, not once per sample."""
 
     def __init__(self, sc: Scenario):
         dcgm = {n.created for n in sc.nodes if n.entities}
@@ -394,7 +510,12 @@ class ChangePoints:
         for windows in sc.xid_events.values():
             for s, end, _code in windows:
                 dcgm.update((s, end))
+        for h in sc.health.values():
+            for s, end in h.gaps:
+                dcgm.update((s, end))
         ksm = set()
+        for c in sc.controllers.values():
+            ksm.update((c.created, c.deleted))
         for p in sc.pods:
             ksm.update((p.created, p.deleted))
             if p.start is not None:
@@ -430,6 +551,42 @@ class ChangePoints:
 
 
 # ------------------------------------------------------------------------------------------ OpenMetrics export
+def _ksm_objects(sc: Scenario, t: float):
+    """(cache key, rows at t) of every object kube-state-metrics reports at t: rows change only with the key."""
+    for p in sc.pods:
+        if p.created <= t < p.deleted:
+            yield ("pod", p.idx, ksm_pod_state(p, t)), lambda p=p: ksm_pod_rows(sc, p, t)
+    for key, c in sc.controllers.items():
+        if c.visible(t):
+            yield ("controller", key), lambda c=c: ksm_controller_rows(c)
+    yield ("namespaces",), lambda: ksm_namespace_rows(sc)
+    for n in sc.nodes:
+        if n.created <= t:
+            yield ("node", n.name, n.unschedulable(t)), lambda n=n: ksm_node_rows(sc, n, t)
+
+
+def _concatenate(out, path: str) -> None:
+    """Append the file at ``path`` to the binary file ``out`` (in the kernel when it can)."""
+    out.flush()
+    with open(path, "rb") as src:
+        size = os.fstat(src.fileno()).st_size
+        if hasattr(os, "sendfile"):
+            offset = 0
+            try:
+                while offset < size:
+                    sent = os.sendfile(out.fileno(), src.fileno(), offset, size - offset)
+                    if sent == 0:
+                        break
+                    offset += sent
+                out.seek(0, os.SEEK_END)
+                if offset == size:
+                    return
+                src.seek(offset)
+            except OSError:
+                src.seek(offset)
+        shutil.copyfileobj(src, out, 1 << 22)
+
+
 def export_openmetrics(
     sc: Scenario,
     since: float,
@@ -442,52 +599,86 @@ def export_openmetrics(
     metrics=None,
     include_ksm: bool = True,
     progress=None,
+    renames=None,
 ) -> dict:
     """Stream DCGM (+KSM) series for [since, until) at ``step`` seconds to an OpenMetrics file.
 
     Memory-bounded: the lines of one state (``ChangePoints``) are held at a time; each family is streamed
     into its own temporary file and the files are concatenated (families contiguous, samples of
-    every series in time order, integer-second timestamps, ``# EOF``)."""
-    fams = [f for f in DCGM_FAMILIES if not metrics or f in metrics]
-    if include_ksm:
-        fams += [f for f in KSM_FAMILIES if not metrics or f in metrics]
+    every series in time order, integer-second timestamps, ``# EOF``). A series' labels are written once per
+    entity and holders (DCGM) or object state (kube-state-metrics), not once per state."""
+    layout = tsdb_layout(sc, hostname_label, exported, metrics, renames)
+    dcgm_fams = layout.families
+    ksm_fams = [f for f in KSM_FAMILIES if not metrics or f in metrics] if include_ksm else []
+    fams = dcgm_fams + ksm_fams
     out_path = str(out_path)
     tmpdir = tempfile.mkdtemp(prefix="simexport-", dir=os.path.dirname(os.path.abspath(out_path)) or None)
-    files = {f: open(os.path.join(tmpdir, f), "w", buffering=1 << 20) for f in fams}  # noqa: SIM115 (closed below)
+    files = {f: open(os.path.join(tmpdir, f), "wb", buffering=1 << 20) for f in fams}  # noqa: SIM115 (closed below)
     changes = ChangePoints(sc)
 
-    def line(m, lab, v):
-        return m + "{" + ",".join(f'{k}="{_esc(x)}"' for k, x in lab) + "} " + _fmt(v) + " "
+    def prefix(m: str, lab: list) -> bytes:
+        return (m + "{" + ",".join(f'{k}="{_esc(x)}"' for k, x in lab) + "} ").encode()
 
-    series = set()
+    values_text: dict = {}
+
+    def value(v: float) -> bytes:
+        text = values_text.get(v)
+        if text is None:
+            if len(values_text) > 200_000:
+                values_text.clear()
+            text = values_text[v] = (_fmt(v) + " ").encode()
+        return text
+
+    series: set = set()
     samples = 0
     t0 = _time.time()
     try:
         dcgm_key = ksm_key = None
         lines: dict = {f: [] for f in fams}
+        dcgm_prefixes: dict = {}  # (entity, holders) -> [(family, prefix, value key)]: the last state's only
+        ksm_lines: dict = {}  # object state -> [(family, line)]: the last state's only
+        want_ksm = set(ksm_fams)
         ts = int(since)
         n_steps = max(1, (int(until) - int(since) + step - 1) // step)
         i = 0
         while ts < until:
             key = changes.dcgm_key(ts)
-            if key != dcgm_key:
-                for f in DCGM_FAMILIES:
-                    if f in lines:
-                        lines[f] = []
-                for m, lab, v in dcgm_rows(sc, ts, hostname_label, exported, scrape_labels=True, drop_empty=True,
-                                           metrics=fams):
-                    lines[m].append(line(m, lab, v))
+            if key != dcgm_key and dcgm_fams:
+                for f in dcgm_fams:
+                    lines[f] = []
+                kept: dict = {}
+                for gpu in layout.gpus(ts):
+                    for (e, holders, rows), vals in zip(gpu, _gpu_values(sc, ts, gpu), strict=True):
+                        ekey = (e.idx, tuple((p.idx, c, v, g) for p, c, v, g in holders))
+                        pre = dcgm_prefixes.get(ekey)
+                        if pre is None:
+                            pre = [(m, prefix(m, lab), k) for m, lab, k in rows]
+                            series.update(p for _m, p, _k in pre)
+                        kept[ekey] = pre
+                        for m, p, k in pre:
+                            lines[m].append(p + value(vals[k]))
+                dcgm_prefixes = kept
+                layout.cache = {k: layout.cache[k] for k in kept}  # only the current state's label sets
                 dcgm_key = key
-                series.update(hash(s[: s.rindex("}")]) for f in DCGM_FAMILIES if f in lines for s in lines[f])
-            if include_ksm and changes.ksm_key(ts) != ksm_key:
-                for f in KSM_FAMILIES:
-                    if f in lines:
-                        lines[f] = []
-                for m, lab, v in tsdb_ksm_rows(sc, ts, fams):
-                    lines[m].append(line(m, lab, v))
+            if include_ksm and ksm_fams and changes.ksm_key(ts) != ksm_key:
+                for f in ksm_fams:
+                    lines[f] = []
+                kept = {}
+                for okey, rows_at in _ksm_objects(sc, ts):
+                    got = ksm_lines.get(okey)
+                    if got is None:
+                        got = []
+                        for m, lab, v in rows_at():
+                            if m in want_ksm:
+                                p = prefix(m, tsdb_ksm_labels(lab))
+                                series.add(p)
+                                got.append((m, p + value(v)))
+                    kept[okey] = got
+                    for m, text in got:
+                        lines[m].append(text)
+                ksm_lines = kept
                 ksm_key = changes.ksm_key(ts)
-                series.update(hash(s[: s.rindex("}")]) for f in KSM_FAMILIES if f in lines for s in lines[f])
-            suffix = f"{ts}\n"
+            suffix = b"%d\n" % ts
             for f, ls in lines.items():
                 if ls:
                     files[f].write(suffix.join(ls) + suffix)
@@ -498,17 +689,16 @@ def export_openmetrics(
             ts += step
         for fh in files.values():
             fh.close()
-        helps = {m: h for m, _k, h in DCGM_METRICS}
+        helps = dcgm_helps(renames)
         helps.update(KSM_HELP)
-        with open(out_path, "w", buffering=1 << 20) as out:
+        with open(out_path, "wb", buffering=1 << 20) as out:
             for f in fams:
                 path = os.path.join(tmpdir, f)
                 if os.path.getsize(path) == 0:
                     continue
-                out.write(f"# HELP {f} {helps.get(f, f)}\n# TYPE {f} gauge\n")
-                with open(path) as src:
-                    shutil.copyfileobj(src, out, 1 << 22)
-            out.write("# EOF\n")
+                out.write(f"# HELP {f} {helps.get(f, f)}\n# TYPE {f} gauge\n".encode())
+                _concatenate(out, path)
+            out.write(b"# EOF\n")
     finally:
         for fh in files.values():
             if not fh.closed:

@@ -1,4 +1,5 @@
-"""A read-only Kubernetes API subset (core/v1 + Kueue) and dcgm-exporter /metrics over HTTP.
+"""A read-only Kubernetes API subset (core/v1, apps/v1 ReplicaSets, batch/v1 Jobs, Kueue) and dcgm-exporter
+/metrics over HTTP.
 
     srv = start_server(scenario, host="127.0.0.1", port=0)
     srv.url; srv.set_time(at); srv.set_fault(None | "500" | "timeout"); srv.write_kubeconfig(path); srv.stop()
@@ -86,16 +87,25 @@ KUEUE_RESOURCES = [
         "shortNames": ["wl"],
     },
 ]
+# Built-in groups beside core: the owners the collector lists (read-only), group -> (version, resources).
+BUILTIN_GROUPS = {
+    "apps": ("v1", [{"name": "replicasets", "singularName": "replicaset", "namespaced": True, "kind": "ReplicaSet",
+                     "verbs": ["get", "list"], "shortNames": ["rs"], "categories": ["all"]}]),
+    "batch": ("v1", [{"name": "jobs", "singularName": "job", "namespaced": True, "kind": "Job",
+                      "verbs": ["get", "list"], "categories": ["all"]}]),
+}
 KIND_OF = {
     "nodes": "Node",
     "pods": "Pod",
     "namespaces": "Namespace",
+    "replicasets": "ReplicaSet",
+    "jobs": "Job",
     "clusterqueues": "ClusterQueue",
     "localqueues": "LocalQueue",
     "resourceflavors": "ResourceFlavor",
     "workloads": "Workload",
 }
-NAMESPACED = {"pods", "localqueues", "workloads"}
+NAMESPACED = {"pods", "replicasets", "jobs", "localqueues", "workloads"}
 
 
 class BadRequest(Exception):
@@ -332,10 +342,11 @@ def _make_handler(srv: SimServer):
                 except ValueError as exc:
                     raise BadRequest(f"invalid time {parts[1]!r} in /at/") from exc
                 parts = parts[2:]
-            if parts == ["metrics"]:
+            if parts == ["metrics"]:  # ?hostname_label=hostname&exported=1&rename=FROM=TO,FROM=TO
                 hl = "hostname" if q.get("hostname_label", "Hostname") == "hostname" else "Hostname"
                 exp = q.get("exported", "0") in ("1", "true", "yes")
-                text = exposition.dcgm_text(srv.scenario, t, hl, exp)
+                renames = dict(pair.split("=", 1) for pair in q.get("rename", "").split(",") if "=" in pair)
+                text = exposition.dcgm_text(srv.scenario, t, hl, exp, renames)
                 return self._send(200, text, "text/plain; version=0.0.4; charset=utf-8")
             if parts == ["version"]:
                 return self._send(
@@ -368,14 +379,20 @@ def _make_handler(srv: SimServer):
             if parts == ["api", "v1"]:
                 return self._send(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": CORE_RESOURCES})
             if parts == ["apis"]:
-                return self._send(
-                    200,
-                    {
-                        "kind": "APIGroupList",
-                        "apiVersion": "v1",
-                        "groups": [self._group(KUEUE, KUEUE_VERSIONS), self._group(VIS, ("v1beta2", "v1beta1"))],
-                    },
-                )
+                groups = [self._group(g, (v,)) for g, (v, _r) in BUILTIN_GROUPS.items()]
+                groups += [self._group(KUEUE, KUEUE_VERSIONS), self._group(VIS, ("v1beta2", "v1beta1"))]
+                return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+            if len(parts) >= 2 and parts[0] == "apis" and parts[1] in BUILTIN_GROUPS:
+                group = parts[1]
+                version, resources = BUILTIN_GROUPS[group]
+                if len(parts) == 2:
+                    return self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(group, (version,))})
+                if parts[2] != version:
+                    return self._not_found(u.path)
+                if len(parts) == 3:
+                    return self._send(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                            "groupVersion": f"{group}/{version}", "resources": resources})
+                return self._resource(parts[3:], q, t, version, group=group)
             if parts == ["apis", KUEUE]:
                 return self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(KUEUE, KUEUE_VERSIONS)})
             if len(parts) == 3 and parts[:2] == ["apis", KUEUE] and parts[2] in KUEUE_VERSIONS:
@@ -391,9 +408,9 @@ def _make_handler(srv: SimServer):
             # core
             if parts[:2] == ["api", "v1"]:
                 rest = parts[2:]
-                return self._resource(rest, q, t, "v1", core=True)
+                return self._resource(rest, q, t, "v1", group="")
             if len(parts) >= 3 and parts[:2] == ["apis", KUEUE] and parts[2] in KUEUE_VERSIONS:
-                return self._resource(parts[3:], q, t, parts[2], core=False)
+                return self._resource(parts[3:], q, t, parts[2], group=KUEUE)
             if len(parts) >= 3 and parts[:2] == ["apis", VIS] and parts[2] in ("v1beta2", "v1beta1"):
                 return self._visibility(parts[3:], q, t, parts[2])
             return self._not_found(u.path)
@@ -417,7 +434,7 @@ def _make_handler(srv: SimServer):
                 ),
             )
 
-        def _resource(self, rest, q, t, version, core):
+        def _resource(self, rest, q, t, version, group):
             namespace = None
             if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
                 namespace = rest[1]
@@ -425,11 +442,12 @@ def _make_handler(srv: SimServer):
             if not rest:
                 return self._not_found(self.path)
             plural = rest[0]
-            allowed = (
-                {"nodes", "pods", "namespaces"}
-                if core
-                else {"clusterqueues", "localqueues", "resourceflavors", "workloads"}
-            )
+            if group == "":
+                allowed = {"nodes", "pods", "namespaces"}
+            elif group == KUEUE:
+                allowed = {"clusterqueues", "localqueues", "resourceflavors", "workloads"}
+            else:
+                allowed = {r["name"] for r in BUILTIN_GROUPS[group][1]}
             if plural not in allowed or len(rest) > 2:
                 return self._not_found(self.path)
             if namespace is not None and plural not in NAMESPACED:
@@ -440,14 +458,14 @@ def _make_handler(srv: SimServer):
             offset = 0
             if cont:
                 snap_t, offset = _decode_continue(cont)
-            items = srv.objects(plural, snap_t, "v1beta2" if core else version)
+            items = srv.objects(plural, snap_t, version if group == KUEUE else "v1beta2")
             if namespace is not None:
                 items = [o for o in items if o["metadata"].get("namespace") == namespace]
             if name is not None:
                 for o in items:
                     if o["metadata"]["name"] == name:
                         return self._send(200, o)
-                return self._not_found(self.path, plural if core else f"{plural}.{KUEUE}", name)
+                return self._not_found(self.path, f"{plural}.{group}" if group else plural, name)
             lsel = parse_label_selector(q.get("labelSelector", ""))
             fsel = parse_field_selector(q.get("fieldSelector", ""))
             if lsel or fsel:
@@ -463,7 +481,7 @@ def _make_handler(srv: SimServer):
                 page = page[:limit]
                 meta["continue"] = _encode_continue(snap_t, offset + limit)
                 meta["remainingItemCount"] = len(items) - offset - limit
-            api_version = "v1" if core else f"{KUEUE}/{version}"
+            api_version = f"{group}/{version}" if group else "v1"
             return self._send(
                 200, {"kind": KIND_OF[plural] + "List", "apiVersion": api_version, "metadata": meta, "items": page}
             )

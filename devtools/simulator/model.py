@@ -19,6 +19,12 @@ Modelling conventions (documented for the oracle and for other engineers):
 * A pod holds GPUs from ``startTime`` to finish/deletion; it holds nothing while pending.
 * Nothing happens after ``end``: pods running at ``end`` keep running, so state at t >= end is
   the state at ``end``.
+* Owners: a pod's ``owner`` is its controller (kind, name); ReplicaSets and Jobs are ``Controller`` objects
+  (``Scenario.controllers``) with their own controller (a Deployment, CronJob or JobSet) or none.
+* Health (``Scenario.health``, see ``Health``): every health event sits on the 5-minute grid, so every DCGM
+  value, health fields included, is constant within a segment. Counters step at segment boundaries:
+  violation counters (ns) hold, during segment k, the throttled time of the segments before k; event
+  counters (ECC, remapped rows) count the events at or before the segment's start.
 """
 
 from __future__ import annotations
@@ -35,6 +41,11 @@ SEG = 300  # activity segment, seconds
 INF = float("inf")
 M64 = (1 << 64) - 1
 ACTIVITY_KEYS = ("sm", "gr", "tensor", "util")  # the activity signals; every other DCGM value is dearer
+# Clock-event reasons (DCGM_FI_DEV_CLOCKS_EVENT_REASONS bits, dcgm-exporter clock_events_collector.go).
+CLOCK_GPU_IDLE, CLOCK_SW_POWER_CAP, CLOCK_HW_SLOWDOWN = 0x1, 0x4, 0x8
+CLOCK_SW_THERMAL, CLOCK_HW_THERMAL, CLOCK_HW_POWER_BRAKE = 0x20, 0x40, 0x80
+POWER_BITS = CLOCK_SW_POWER_CAP | CLOCK_HW_POWER_BRAKE  # time with these set counts in DCGM_FI_DEV_POWER_VIOLATION
+THERMAL_BITS = CLOCK_SW_THERMAL | CLOCK_HW_THERMAL  # ... and with these in DCGM_FI_DEV_THERMAL_VIOLATION
 
 # --------------------------------------------------------------------------------------
 # GPU models
@@ -50,6 +61,7 @@ MODELS = {
         "idle_w": 70.0,
         "max_w": 700.0,
         "slices": 7,
+        "remap": True,  # HBM parts remap rows (DCGM_FI_DEV_*REMAPPED_ROWS); the others report no such fields
     },
     "A100": {
         "product": "NVIDIA-A100-SXM4-80GB",
@@ -61,6 +73,7 @@ MODELS = {
         "idle_w": 55.0,
         "max_w": 400.0,
         "slices": 7,
+        "remap": True,
     },
     "L4": {
         "product": "NVIDIA-L4",
@@ -103,9 +116,14 @@ ACT_KINDS = {
     "eval": (0.45, 0.10, 0.55, 0.60),
     "infer": (0.30, 0.08, 0.45, 0.62),
     "notebook": (0.18, 0.14, 0.30, 0.25),
-    "notebook_idle": (0.0, 0.004, 0.30, 0.15),
+    "notebook_idle": (0.0, 0.004, 0.30, 0.15),  # idle after active_until, its memory released (kernel stopped)
+    "notebook_held": (0.0, 0.004, 0.30, 0.55),  # idle after active_until, a model kept in GPU memory
+    "train_fast": (0.90, 0.04, 0.78, 0.85),
+    "straggler": (0.40, 0.04, 0.70, 0.85),  # a slow rank (activity override of one GPU, see Scenario.overrides)
+    "rogue": (0.65, 0.08, 0.50, 0.35),  # a process outside Kubernetes' accounting (Health.rogue)
     "ghost": (0.0, 0.0, 0.0, 0.0),
 }
+NOTEBOOK_KINDS = ("notebook_idle", "notebook_held")
 
 
 def _mix(*vals: int) -> int:
@@ -128,6 +146,11 @@ def _stable_int(*parts) -> int:
 
 def _uuid(*parts) -> str:
     return str(uuidlib.UUID(bytes=hashlib.blake2b(repr(parts).encode(), digest_size=16).digest(), version=4))
+
+
+def owner_uid(sc, namespace: str | None, name: str) -> str:
+    """The uid of a pod's (or a ReplicaSet's, a Job's) owner ``name``, as every reference to it writes it."""
+    return _uuid("owner", sc.name, namespace, name)
 
 
 def iso(ts: float | None) -> str | None:
@@ -261,6 +284,7 @@ class Pod:
     workload: str | None = None
     xid: int = 0  # XID emitted at failure
     ip: str = ""
+    owner_parent: tuple | None = None  # (kind, name) of the controller of ``owner`` (a ReplicaSet's Deployment...)
 
     @property
     def hold_end(self) -> float:
@@ -300,6 +324,63 @@ class Pod:
                 for r, n in c.gpu.items():
                     res[r] = max(res.get(r, 0), n)
         return res
+
+
+@dataclass
+class Controller:
+    """A ReplicaSet or a Job (the owners the collector lists), with its own controller or none.
+
+    Visible from ``created`` until ``deleted``: a ReplicaSet or Job exists from its first pod's creation until
+    its last pod is gone (a Job is deleted with its pods, 3 h after it finished); a Job that Kueue keeps
+    suspended (a quota-pending workload, no pods) exists while its Kueue workload does."""
+
+    namespace: str
+    kind: str  # ReplicaSet | Job
+    name: str
+    uid: str
+    owner: tuple | None = None  # (kind, name): Deployment, CronJob, JobSet, ...
+    created: float = INF
+    deleted: float = 0.0
+    pods: list = field(default_factory=list)  # pod idxs
+    suspended: bool = False
+
+    def visible(self, t: float) -> bool:
+        return self.created <= t < self.deleted
+
+
+@dataclass
+class Health:
+    """Health events of one DCGM entity (a physical GPU; ``xid_events`` of the scenario also cover MIG
+    instances), all on the 5-minute grid (see the module docstring for how counters step)."""
+
+    throttle: list = field(default_factory=list)  # (start, end, clock-event bits) while the bits are set
+    counters: list = field(default_factory=list)  # (at, key, increment): ecc_dbe, remap_uncorrectable, ...
+    remap_failure_from: float | None = None  # DCGM_FI_DEV_ROW_REMAP_FAILURE is 1 from then on
+    gaps: list = field(default_factory=list)  # (start, end): the exporter reports nothing of this GPU
+    rogue: list = field(default_factory=list)  # (start, end): a process no pod holds keeps the GPU busy
+
+    def bits(self, t: float) -> int:
+        out = 0
+        for s, e, b in self.throttle:
+            if s <= t < e:
+                out |= b
+        return out
+
+    def vanished(self, t: float) -> bool:
+        return any(s <= t < e for s, e in self.gaps)
+
+    def violation_ns(self, t: float, mask: int) -> float:
+        """Throttled ns with ``mask`` bits set before the start of t's segment."""
+        start = (t // SEG) * SEG
+        total = 0.0
+        for s, e, b in self.throttle:
+            if b & mask and s < start:
+                total += min(e, start) - s
+        return total * 1e9
+
+    def counter(self, t: float, key: str) -> float:
+        start = (t // SEG) * SEG
+        return float(sum(n for at, k, n in self.counters if k == key and at <= start))
 
 
 @dataclass
@@ -403,6 +484,9 @@ class Scenario:
         self.flavors: list[Flavor] = []
         self.local_queues: list[LocalQueue] = []
         self.xid_events: dict[int, list] = {}  # entity -> [(start, end, code)]
+        self.controllers: dict[tuple, Controller] = {}  # (namespace, kind, name) -> ReplicaSet or Job
+        self.health: dict[int, Health] = {}  # entity -> its health events
+        self.overrides: dict[tuple, list] = {}  # (pod idx, entity) -> [(start, end, activity kind)]
         self._seed_mix = _stable_int("seed", name, seed)
 
     # ------------------------------------------------------------------ building helpers
@@ -614,6 +698,7 @@ class Scenario:
         workload: Workload | None = None,
         xid: int = 0,
         annotations: dict | None = None,
+        owner_parent: tuple | None = None,
     ) -> Pod:
         gpus = gpus or {}
         containers = [Container(name=container, image=image, gpu=dict(gpus), cpu=cpu, memory=memory)]
@@ -656,6 +741,7 @@ class Scenario:
             pending_message=pending_message,
             workload=workload.name if workload else None,
             xid=xid,
+            owner_parent=owner_parent,
         )
         p.created = created if created is not None else (start if start is not None else self.t0)
         if finish is not None:
@@ -665,6 +751,8 @@ class Scenario:
             p.deleted_running = deleted_running
         p.ip = f"10.244.{p.idx // 250 % 250}.{p.idx % 250 + 2}"
         self.pods.append(p)
+        if owner is not None and owner[0] in ("ReplicaSet", "Job"):
+            self.controller(namespace, owner[0], owner[1], owner_parent).pods.append(p.idx)
         if node is not None and start is not None:
             for u in units or []:
                 p.units.append(u)
@@ -675,19 +763,58 @@ class Scenario:
                     self.xid_events.setdefault(u.entity, []).append((finish - SEG, finish + 3600, xid))
         return p
 
+    def controller(self, namespace: str, kind: str, name: str, owner: tuple | None = None) -> Controller:
+        """The ReplicaSet or Job ``name`` (created on first use); ``owner``: its controller, when it has one."""
+        key = (namespace, kind, name)
+        c = self.controllers.get(key)
+        if c is None:
+            c = self.controllers[key] = Controller(namespace, kind, name, owner_uid(self, namespace, name), owner)
+        elif owner is not None and c.owner is None:
+            c.owner = owner
+        return c
+
+    def health_of(self, entity: int) -> Health:
+        h = self.health.get(entity)
+        if h is None:
+            h = self.health[entity] = Health()
+        return h
+
     def finalize(self):
         for e in self.entities:
             e.intervals.sort()
+        # A thermally throttled rank: its GPUs show SW thermal slowdown + HW slowdown while it holds them.
+        hot = CLOCK_SW_THERMAL | CLOCK_HW_SLOWDOWN
+        for p in self.pods:
+            if p.act == "train_throttled" and p.start is not None:
+                for u in p.units:
+                    self.health_of(u.entity).throttle.append((p.start, p.hold_end, hot))
+        for h in self.health.values():
+            h.throttle.sort()
+            h.counters.sort()
+        for c in self.controllers.values():
+            pods = [self.pods[i] for i in c.pods]
+            if pods:
+                c.created = min(p.created for p in pods)
+                c.deleted = max(p.deleted for p in pods)
+        for w in self.workloads:  # Jobs that Kueue keeps suspended: no pods, they live with their workload
+            kind, name = w.owner
+            if kind == "Job" and name and (w.namespace, kind, name) not in self.controllers:
+                c = self.controller(w.namespace, kind, name)
+                c.created, c.deleted, c.suspended = w.created, w.deleted, True
 
     # ------------------------------------------------------------------ activity model
     def pod_level(self, pod: Pod, seg: int, ent: int) -> float:
         """SM_ACTIVE demand of ``pod`` on entity ``ent`` during 5-min segment ``seg``."""
         kind = pod.act
+        if self.overrides:  # one GPU of a pod running differently for a while (a straggling rank)
+            for s, e, k in self.overrides.get((pod.idx, ent), ()):
+                if s <= seg * SEG < e:
+                    kind = k
         base, jit, _, _ = ACT_KINDS[kind]
         if kind == "ghost":
             return 0.0
         u = _u01(self._seed_mix, pod.idx, ent, seg)
-        if kind == "notebook_idle":
+        if kind in NOTEBOOK_KINDS:
             v = 0.35 + 0.3 * (u - 0.5) if seg * SEG < pod.active_until else jit * u
         elif kind == "infer":
             hod = (seg * SEG % 86400) / 3600.0
@@ -715,6 +842,7 @@ class Scenario:
         if holders is None:
             holders = self.entity_state(ent, t)
         m = MODELS[ent.model]
+        health = self.health.get(ent.idx)
         if ent.mig_parent:
             if kids is None:
                 kids = [self.entity_values(self.entities[c], t, activity_only=activity_only) for c in ent.children]
@@ -726,7 +854,6 @@ class Scenario:
                 sum(k["tensor"] * self.entities[c].slices for k, c in zip(kids, ent.children, strict=False)) / 7.0, 4
             )
             used = 0 if activity_only else sum(k["fb_used"] for k in kids)
-            throttled = False
             kind = None
         else:
             live = [h for h in holders if not h[3]]
@@ -735,20 +862,25 @@ class Scenario:
             for pod, _c, _v, _g in live:
                 s += self.pod_level(pod, seg, ent.idx)
                 kind = kind or pod.act
+            if not live and health is not None and health.rogue and any(a <= t < b for a, b in health.rogue):
+                base, jit, _, _ = ACT_KINDS["rogue"]
+                s = max(0.0, base + jit * (_u01(self._seed_mix, 79, ent.idx, seg) - 0.5))
+                kind = "rogue"
             s = round(min(1.0, s), 4)
             gr = round(min(1.0, s + 0.12 * s * (1 - s)), 4)
             tf = ACT_KINDS[kind][2] if kind else 0.0
             tn = round(s * tf, 4)
             mf = ACT_KINDS[kind][3] if kind else 0.0
-            if live and not activity_only:
+            if kind is not None and not activity_only:
                 jit = _u01(self._seed_mix, 77, ent.idx, seg)
-                used = (
-                    int(ent.mem * min(0.97, mf * (1.0 if not ent.replicas else min(1.0, 0.3 * len(live))) + 0.03 * jit))
-                    + 400
-                )
+                first = live[0][0] if live else None
+                if first is not None and first.act == "notebook_idle" and seg * SEG >= first.active_until:
+                    used = 300 + int(200 * jit)  # the kernel is gone: a CUDA context at most
+                else:
+                    share = 1.0 if not ent.replicas else min(1.0, 0.3 * max(1, len(live)))
+                    used = int(ent.mem * min(0.97, mf * share + 0.03 * jit)) + 400
             else:
                 used = 0
-            throttled = kind == "train_throttled"
         util = None
         if not ent.mig_parent and ent.profile is None:
             util = float(min(100, math.ceil(round(100 * (gr + 0.6 * gr * (1 - gr)), 6))))
@@ -758,20 +890,24 @@ class Scenario:
         total = ent.mem
         vals["fb_used"] = float(used)
         vals["fb_free"] = float(max(0, total - used - (0 if ent.profile else 512)))
-        if ent.profile is None:
+        if ent.profile is None:  # device-level fields: not on MIG instances
+            bits = health.bits(t) if health is not None else 0
             vals["power"] = round(
                 m["idle_w"] + (m["max_w"] - m["idle_w"]) * 0.92 * s + 3 * _u01(self._seed_mix, 78, ent.idx, seg), 3
             )
-            vals["temp"] = float(int(29 + 48 * s + (11 if throttled else 0)))
-            if throttled:
-                thr = 0x20 | 0x08
-            elif s < 0.01:
-                thr = 0x1
-            elif s > 0.78:
-                thr = 0x4
+            vals["temp"] = float(int(29 + 48 * s + (11 if bits & THERMAL_BITS else 0)))
+            vals["throttle"] = float(bits or (CLOCK_GPU_IDLE if s < 0.01 else 0))
+            if health is None:
+                vals["power_violation"] = vals["thermal_violation"] = vals["ecc_dbe"] = 0.0
+                vals["remap_failure"] = vals["remap_correctable"] = vals["remap_uncorrectable"] = 0.0
             else:
-                thr = 0
-            vals["throttle"] = float(thr)
+                vals["power_violation"] = health.violation_ns(t, POWER_BITS)
+                vals["thermal_violation"] = health.violation_ns(t, THERMAL_BITS)
+                vals["ecc_dbe"] = health.counter(t, "ecc_dbe")
+                vals["remap_correctable"] = health.counter(t, "remap_correctable")
+                vals["remap_uncorrectable"] = health.counter(t, "remap_uncorrectable")
+                failed = health.remap_failure_from is not None and t >= health.remap_failure_from
+                vals["remap_failure"] = 1.0 if failed else 0.0
         xid = 0
         for xs, xe, code in self.xid_events.get(ent.idx, ()):
             if xs <= t < xe:

@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
-from .model import Node, Pod, Scenario, Workload, _stable_int, _uuid, format_quantity, iso, parse_quantity, to_ts
+from .model import (
+    Controller,
+    Node,
+    Pod,
+    Scenario,
+    Workload,
+    _stable_int,
+    _uuid,
+    format_quantity,
+    iso,
+    owner_uid,
+    parse_quantity,
+    to_ts,
+)
 
-KINDS = ("nodes", "pods", "namespaces", "clusterqueues", "localqueues", "workloads", "resourceflavors")
+KINDS = ("nodes", "pods", "namespaces", "replicasets", "jobs", "clusterqueues", "localqueues", "workloads",
+         "resourceflavors")
+# apiVersion of the owners pods and their controllers refer to
+API_VERSION = {
+    "Job": "batch/v1", "CronJob": "batch/v1", "ReplicaSet": "apps/v1", "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "JobSet": "jobset.x-k8s.io/v1alpha2",
+    "PyTorchJob": "kubeflow.org/v1", "TFJob": "kubeflow.org/v1", "MPIJob": "kubeflow.org/v2beta1",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1", "RayCluster": "ray.io/v1", "Pod": "v1",
+}
 
 
 def rv(t: float) -> str:
@@ -133,26 +154,36 @@ def _cid(sc, pod, cname):
     return "containerd://" + (_uuid("cid", sc.name, pod.uid, cname).replace("-", "") * 2)
 
 
+def owner_refs(sc: Scenario, namespace: str, owner: tuple | None) -> list | None:
+    """The ``ownerReferences`` naming ``owner`` (kind, name) as the controller, or None."""
+    if not owner or owner[0] == "Pod":
+        return None
+    kind, oname = owner
+    return [
+        {
+            "apiVersion": API_VERSION.get(kind, "v1"),
+            "kind": kind,
+            "name": oname,
+            "uid": owner_uid(sc, namespace, oname),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+def _restart_policy(p: Pod) -> str:
+    kind = p.owner[0] if p.owner else ""
+    if kind == "Job":
+        return "Never"
+    return "OnFailure" if API_VERSION.get(kind, "").startswith("kubeflow.org/") else "Always"
+
+
 def pod_obj(sc: Scenario, p: Pod, t: float) -> dict:
     phase = p.phase(t)
-    owner_refs = None
-    if p.owner:
-        kind, oname = p.owner
-        api = {"Job": "batch/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Pod": "v1"}.get(kind, "v1")
-        if kind != "Pod":
-            owner_refs = [
-                {
-                    "apiVersion": api,
-                    "kind": kind,
-                    "name": oname,
-                    "uid": _uuid("owner", sc.name, p.namespace, oname),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ]
+    owner_refs_ = owner_refs(sc, p.namespace, p.owner)
     extra = {}
-    if owner_refs:
-        extra["ownerReferences"] = owner_refs
+    if owner_refs_:
+        extra["ownerReferences"] = owner_refs_
     if p.deleted_running and p.deleted - 30 <= t < p.deleted:
         extra["deletionTimestamp"] = iso(p.deleted)
         extra["deletionGracePeriodSeconds"] = 30
@@ -180,7 +211,7 @@ def pod_obj(sc: Scenario, p: Pod, t: float) -> dict:
             }
             for c in p.containers
         ],
-        "restartPolicy": "Never" if (p.owner and p.owner[0] == "Job") else "Always",
+        "restartPolicy": _restart_policy(p),
         "schedulerName": "default-scheduler",
         "serviceAccountName": "default",
         "terminationGracePeriodSeconds": 30,
@@ -308,6 +339,96 @@ def pod_obj(sc: Scenario, p: Pod, t: float) -> dict:
             for c in p.init_containers
         ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+# ------------------------------------------------------------------------------ ReplicaSets and Jobs
+def _template(sc: Scenario, p: Pod) -> dict:
+    return {
+        "metadata": {"labels": {k: v for k, v in p.labels.items() if not k.startswith("statefulset.")}},
+        "spec": {
+            "containers": [
+                {"name": c.name, "image": c.image, "resources": _resources(c)} for c in p.containers
+            ],
+            "restartPolicy": _restart_policy(p),
+            **({"nodeSelector": dict(p.node_selector)} if p.node_selector else {}),
+        },
+    }
+
+
+def replicaset_obj(sc: Scenario, c: Controller, t: float) -> dict:
+    pods = [sc.pods[i] for i in c.pods]
+    alive = [p for p in pods if p.visible(t)]
+    running = [p for p in alive if p.phase(t) == "Running"]
+    selector = {k: v for k, v in pods[0].labels.items() if k in ("app", "pod-template-hash")} or {"app": c.name}
+    meta = _meta(sc, c.name, c.created, namespace=c.namespace, uid=c.uid, labels=selector,
+                 annotations={"deployment.kubernetes.io/desired-replicas": str(len(alive)),
+                              "deployment.kubernetes.io/max-replicas": str(len(alive) + 1),
+                              "deployment.kubernetes.io/revision": "1"})
+    if c.owner:
+        meta["ownerReferences"] = owner_refs(sc, c.namespace, c.owner)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": meta,
+        "spec": {"replicas": len(alive), "selector": {"matchLabels": selector}, "template": _template(sc, pods[0])},
+        "status": {"replicas": len(alive), "fullyLabeledReplicas": len(alive), "readyReplicas": len(running),
+                   "availableReplicas": len(running), "observedGeneration": 1},
+    }
+
+
+def job_obj(sc: Scenario, c: Controller, t: float) -> dict:
+    pods = [sc.pods[i] for i in c.pods]
+    indexed = any("batch.kubernetes.io/job-completion-index" in p.labels for p in pods)
+    labels = {"batch.kubernetes.io/controller-uid": c.uid, "batch.kubernetes.io/job-name": c.name,
+              "controller-uid": c.uid, "job-name": c.name}
+    if pods:
+        labels.update({k: v for k, v in pods[0].labels.items() if k.startswith(("jobset.sigs.k8s.io/", "kueue."))})
+    meta = _meta(sc, c.name, c.created, namespace=c.namespace, uid=c.uid, labels=labels)
+    if c.owner:
+        meta["ownerReferences"] = owner_refs(sc, c.namespace, c.owner)
+    template = _template(sc, pods[0]) if pods else {
+        "metadata": {}, "spec": {"containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.05-py3"}],
+                                 "restartPolicy": "Never"}}
+    template["metadata"].setdefault("labels", {}).update(
+        {"batch.kubernetes.io/controller-uid": c.uid, "batch.kubernetes.io/job-name": c.name})
+    spec = {
+        "parallelism": max(1, len(pods)),
+        "completions": max(1, len(pods)),
+        "backoffLimit": 0 if c.owner and c.owner[0] == "JobSet" else 6,
+        "completionMode": "Indexed" if indexed else "NonIndexed",
+        "suspend": c.suspended,
+        "manualSelector": False,
+        "podReplacementPolicy": "TerminatingOrFailed",
+        "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": c.uid}},
+        "template": template,
+    }
+    status: dict = {"terminating": 0, "uncountedTerminatedPods": {}}
+    started = [p.start for p in pods if p.start is not None and p.start <= t]
+    if started:
+        status["startTime"] = iso(min(started))
+    active = sum(1 for p in pods if p.visible(t) and p.phase(t) in ("Pending", "Running"))
+    succeeded = sum(1 for p in pods if p.finish is not None and t >= p.finish and p.end_phase == "Succeeded")
+    failed = sum(1 for p in pods if p.finish is not None and t >= p.finish and p.end_phase == "Failed")
+    status.update({"active": active, "ready": sum(1 for p in pods if p.held(t)), "succeeded": succeeded,
+                   "failed": failed})
+    done = [p.finish for p in pods if p.finish is not None and t >= p.finish]
+    if pods and len(done) == len(pods):
+        end = max(done)
+        if failed:
+            conds = [("FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+                     ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]
+        else:
+            conds = [("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
+                     ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")]
+            status["completionTime"] = iso(end)
+        status["conditions"] = [{"type": ty, "status": "True", "reason": reason, "message": message,
+                                 "lastProbeTime": iso(end), "lastTransitionTime": iso(end)}
+                                for ty, reason, message in conds]
+    elif c.suspended:
+        status["conditions"] = [{"type": "Suspended", "status": "True", "reason": "JobSuspended",
+                                 "message": "Job suspended", "lastProbeTime": iso(c.created),
+                                 "lastTransitionTime": iso(c.created)}]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec, "status": status}
 
 
 def namespace_obj(sc: Scenario, name: str, labels: dict) -> dict:
@@ -536,12 +657,12 @@ def workload_obj(sc, w: Workload, t, version) -> dict:
         spec["priorityClassRef"] = None
         spec.pop("priorityClassRef")
     kind, oname = w.owner
-    owner = [
+    owner = owner_refs(sc, w.namespace, w.owner) or [
         {
-            "apiVersion": "batch/v1" if kind == "Job" else "v1",
+            "apiVersion": "v1",
             "kind": kind,
             "name": oname,
-            "uid": _uuid("owner", sc.name, w.namespace, oname),
+            "uid": owner_uid(sc, w.namespace, oname),
             "controller": True,
             "blockOwnerDeletion": True,
         }
@@ -620,7 +741,7 @@ def workload_obj(sc, w: Workload, t, version) -> dict:
             w.created,
             namespace=w.namespace,
             uid=w.uid,
-            labels={"kueue.x-k8s.io/job-uid": _uuid("owner", sc.name, w.namespace, oname)},
+            labels={"kueue.x-k8s.io/job-uid": owner_uid(sc, w.namespace, oname)},
             ownerReferences=owner,
             finalizers=["kueue.x-k8s.io/resource-in-use"],
         ),
@@ -638,6 +759,9 @@ def k8s_objects(sc: Scenario, kind: str, at, version: str = "v1beta2") -> list[d
         return [pod_obj(sc, p, t) for p in sc.pods if p.created <= t < p.deleted]
     if kind == "namespaces":
         return [namespace_obj(sc, n, lab) for n, lab in sc.namespaces.items()]
+    if kind in ("replicasets", "jobs"):
+        want, build = ("ReplicaSet", replicaset_obj) if kind == "replicasets" else ("Job", job_obj)
+        return [build(sc, c, t) for c in sc.controllers.values() if c.kind == want and c.visible(t)]
     if kind == "resourceflavors":
         return [resourceflavor_obj(sc, f, version) for f in sc.flavors]
     if kind == "clusterqueues":

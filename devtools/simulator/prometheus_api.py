@@ -24,18 +24,19 @@ from urllib.parse import parse_qs, urlparse
 
 from . import serving
 from .exposition import (
-    DCGM_FAMILIES,
     DCGM_METRICS,
     KSM_FAMILIES,
     SEG,
     ChangePoints,
     DcgmSeries,
+    ksm_controller_rows,
     ksm_namespace_rows,
     ksm_node_rows,
     ksm_pod_rows,
     ksm_pod_state,
     tsdb_dcgm_series,
     tsdb_ksm_labels,
+    tsdb_layout,
 )
 from .model import ACTIVITY_KEYS, Scenario
 from .promql import Evaluator, PromQLError, PromQLExecutionError, format_value, label_key
@@ -149,14 +150,12 @@ class _DcgmSkeleton:
         return self.selections.get((matchers, metrics), lambda: _select(self.rows, matchers, metrics))
 
 
-_ACTIVITY_METRICS = frozenset(metric for metric, key, _help in DCGM_METRICS if key in ACTIVITY_KEYS)
-
-
 class _DcgmFamily:
-    metrics = tuple(DCGM_FAMILIES)
-
-    def __init__(self, tsdb: SimulatedTSDB):
+    def __init__(self, tsdb: SimulatedTSDB, renames: dict):
         self.tsdb = tsdb
+        self.layout = tsdb_layout(tsdb.scenario, tsdb.hostname_label, tsdb.exported, renames=renames)
+        self.metrics = tuple(self.layout.families)
+        self.activity_metrics = frozenset(renames.get(m, m) for m, key, _h in DCGM_METRICS if key in ACTIVITY_KEYS)
         self.skeletons = _Cache(16)
         self.frames = _Cache(256)
 
@@ -168,7 +167,9 @@ class _DcgmFamily:
 
     def _skeleton(self, series_key, t: float) -> _DcgmSkeleton:
         def build():
-            present = tsdb_dcgm_series(self.tsdb.scenario, t, self.tsdb.hostname_label, self.tsdb.exported)
+            if len(self.layout.cache) > 200_000:  # label sets of (entity, holders) kept across states: bounded
+                self.layout.cache.clear()
+            present = tsdb_dcgm_series(self.tsdb.scenario, t, layout=self.layout)
             rows: dict = {}
             for metric, labels, slot, vkey in present.series:
                 key, d = self.tsdb.intern(metric, labels)
@@ -205,7 +206,7 @@ class _DcgmFamily:
 
     def frame(self, key, t: float, metrics) -> _DcgmFrame:
         # The activity signals are cheaper to compute than the rest: a frame holds one or the other.
-        activity_only = _ACTIVITY_METRICS.issuperset(metrics)
+        activity_only = self.activity_metrics.issuperset(metrics)
 
         def build():
             return _DcgmFrame(self.tsdb, self._skeleton(key[1], t), t, activity_only)
@@ -241,6 +242,8 @@ class _KsmFamily:
             sc = self.tsdb.scenario
             parts = [self._rows(("pod", p.idx, ksm_pod_state(p, t)), lambda p=p: ksm_pod_rows(sc, p, t))
                      for p in sc.pods if p.created <= t < p.deleted]
+            parts += [self._rows(("controller", key), lambda c=c: ksm_controller_rows(c))
+                      for key, c in sc.controllers.items() if c.visible(t)]
             parts.append(self._rows(("namespaces",), lambda: ksm_namespace_rows(sc)))
             parts += [self._rows(("node", n.name, n.unschedulable(t)), lambda n=n: ksm_node_rows(sc, n, t))
                       for n in sc.nodes if n.created <= t]
@@ -257,11 +260,11 @@ class SimulatedTSDB:
     """The samples a Prometheus scraping ``scenario`` every ``step`` seconds would hold, as a ``promql.Storage``.
 
     Scrapes sit on the multiples of ``step`` in [since, until) (default: the scenario's start and end).
-    ``hostname_label``/``exported`` shape the DCGM labels as ``simulate export-openmetrics`` does."""
+    ``hostname_label``/``exported``/``renames`` shape the DCGM series as ``simulate export-openmetrics`` does."""
 
     def __init__(self, scenario: Scenario, *, step: int = 60, hostname_label: str = "Hostname",
                  exported: bool = False, include_ksm: bool = True, since: float | None = None,
-                 until: float | None = None):
+                 until: float | None = None, renames: dict | None = None):
         if int(step) != step or step <= 0:
             raise ValueError("step must be a positive number of seconds")
         self.scenario = scenario
@@ -274,7 +277,7 @@ class SimulatedTSDB:
         self.first_ms = math.ceil(since * 1000 / self.step_ms) * self.step_ms
         self.last_ms = (math.ceil(until * 1000 / self.step_ms) - 1) * self.step_ms  # until is exclusive
         self.intern = _Interner()
-        self.families = [_DcgmFamily(self)] + ([_KsmFamily(self)] if include_ksm else [])
+        self.families = [_DcgmFamily(self, dict(renames or {}))] + ([_KsmFamily(self)] if include_ksm else [])
 
     # ---- promql.Storage
     def select_range(self, matchers, mint: int, maxt: int):

@@ -15,6 +15,10 @@ Supported (anything else raises ``PromQLError``, never a guess):
   after the argument;
 * ``a or b`` between instant vectors (matching on all labels but the metric name);
 * comparisons ``== != > < >= <=`` between an instant vector and a scalar, as filters (no ``bool``);
+* arithmetic ``+ - * / %`` between scalars, between a vector and a scalar, and between two instant vectors
+  matched one-to-one on all labels but the metric name (no ``on``/``ignoring``/``group_*``; a match group
+  with several series on one side is an execution error, as in Prometheus); every arithmetic result drops
+  the metric name; unary minus; division by zero gives +Inf/-Inf/NaN (Go float semantics);
 * number literals, parentheses.
 
 Times are integer milliseconds. Samples come from a ``Storage`` (``ListStorage`` here; the simulator's
@@ -213,6 +217,12 @@ class Binary:
     rhs: object
 
 
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    expr: object
+
+
 RANGE_FUNCTIONS = ("avg_over_time", "max_over_time", "min_over_time", "count_over_time", "sum_over_time",
                    "last_over_time")
 AGGREGATIONS = ("sum", "min", "max", "avg", "count")
@@ -275,18 +285,41 @@ class _Parser:
                 return lhs
 
     def parse_comparison(self):
-        lhs = self.parse_unary()
+        lhs = self.parse_additive()
         while True:
             if self.is_op(*COMPARISONS):
                 op = self.next().text
                 if self.is_word("bool"):
                     raise self.error("the bool modifier is not supported")
                 self._refuse_vector_matching()
-                lhs = Binary(op, lhs, self.parse_unary())
-            elif self.is_op(*ARITHMETIC) or self.is_word("atan2"):
+                lhs = Binary(op, lhs, self.parse_additive())
+            else:
+                return lhs
+
+    def parse_additive(self):
+        lhs = self.parse_multiplicative()
+        while self.is_op("+", "-"):
+            lhs = self._arithmetic(lhs, self.parse_multiplicative)
+        return lhs
+
+    def parse_multiplicative(self):
+        lhs = self.parse_unary()
+        while True:
+            if self.is_op("*", "/", "%"):
+                lhs = self._arithmetic(lhs, self.parse_unary)
+            elif self.is_op("^") or self.is_word("atan2"):
                 raise self.error(f"arithmetic operator {self.peek().text!r} is not supported")
             else:
                 return lhs
+
+    def _arithmetic(self, lhs, operand):
+        tok = self.next()
+        self._refuse_vector_matching()
+        rhs = operand()
+        for side in (lhs, rhs):
+            if isinstance(side, (MatrixSelector, Subquery)):
+                raise self.error("binary expression must contain only scalar and instant vector types", tok)
+        return Binary(tok.text, lhs, rhs)
 
     def _refuse_vector_matching(self) -> None:
         if self.is_word("on", "ignoring", "group_left", "group_right"):
@@ -302,7 +335,10 @@ class _Parser:
             if tok.kind == "ident" and tok.text.lower() in ("inf", "nan"):
                 self.next()
                 return NumberLiteral(sign * float(tok.text))
-            raise self.error("unary minus is only supported on number literals")
+            operand = self.parse_unary()
+            if isinstance(operand, (MatrixSelector, Subquery)):
+                raise self.error("unary expression only allowed on expressions of type scalar or instant vector")
+            return operand if sign > 0 else Unary("-", operand)
         return self.parse_postfix(self.parse_primary())
 
     def parse_postfix(self, expr):
@@ -548,6 +584,11 @@ class Evaluator:
             return self._aggregate(node, self._vector(node.expr, t))
         if isinstance(node, Binary):
             return self._binary(node, t)
+        if isinstance(node, Unary):
+            value = self.eval(node.expr, t)
+            if isinstance(value, float):
+                return -value
+            return [Sample(*self.drop_name(s.key, s.labels), -s.value) for s in value]
         raise PromQLError(f"cannot evaluate {type(node).__name__} as an instant query")
 
     def drop_name(self, key: Key, labels: Labels) -> tuple[Key, Labels]:
@@ -678,6 +719,8 @@ class Evaluator:
     # ---- binary operators
     def _binary(self, node: Binary, t: int):
         lhs, rhs = self.eval(node.lhs, t), self.eval(node.rhs, t)
+        if node.op in _ARITHMETIC:
+            return self._arithmetic(node.op, lhs, rhs)
         if node.op == "or":
             if isinstance(lhs, float) or isinstance(rhs, float):
                 raise PromQLError("'or' is only defined between instant vectors")
@@ -691,6 +734,61 @@ class Evaluator:
         if isinstance(lhs, float):
             return [s for s in rhs if compare(lhs, s.value)]
         raise PromQLError("comparisons between two instant vectors are not supported")
+
+
+    def _arithmetic(self, op: str, lhs, rhs):
+        fn = _ARITHMETIC[op]
+        if isinstance(lhs, float) and isinstance(rhs, float):
+            return fn(lhs, rhs)
+        if isinstance(rhs, float):
+            return [Sample(*self.drop_name(s.key, s.labels), fn(s.value, rhs)) for s in lhs]
+        if isinstance(lhs, float):
+            return [Sample(*self.drop_name(s.key, s.labels), fn(lhs, s.value)) for s in rhs]
+        # One-to-one on every label but the metric name (Prometheus' VectorBinop without on/ignoring).
+        right: dict = {}
+        for s in rhs:
+            sig = self.drop_name(s.key, s.labels)[0]
+            if sig in right:
+                raise PromQLExecutionError(
+                    f"found duplicate series for the match group {dict(sig)} on the right hand-side of the "
+                    "operation;many-to-many matching not allowed: matching labels must be unique on one side")
+            right[sig] = s
+        out, matched = [], set()
+        for s in lhs:
+            key, labels = self.drop_name(s.key, s.labels)
+            other = right.get(key)
+            if other is None:
+                continue
+            if key in matched:
+                raise PromQLExecutionError("multiple matches for labels: many-to-one matching must be explicit "
+                                           "(group_left/group_right)")
+            matched.add(key)
+            out.append(Sample(key, labels, fn(s.value, other.value)))
+        return out
+
+
+def _divide(a: float, b: float) -> float:
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _modulo(a: float, b: float) -> float:
+    """Go's math.Mod: the sign of the dividend; NaN for a zero divisor or an infinite dividend."""
+    if b == 0 or math.isinf(a) or math.isnan(a) or math.isnan(b):
+        return math.nan
+    return math.fmod(a, b)
+
+
+_ARITHMETIC = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": _divide,
+    "%": _modulo,
+}
 
 
 def _avg(runs: list) -> float:

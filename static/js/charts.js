@@ -6,6 +6,8 @@
   const figures = JSON.parse(data.textContent);
   for (const [id, fig] of Object.entries(figures)) {
     const el = document.getElementById(id);
-    if (el) Plotly.newPlot(el, fig.data, fig.layout, {displaylogo: false, responsive: true});
+    if (!el) continue;
+    const config = Object.assign({displaylogo: false, responsive: true}, fig.config || {});
+    Plotly.newPlot(el, fig.data, fig.layout, config);
   }
 })();

@@ -77,7 +77,10 @@ def _node(cluster, hour, node_group, gpu_model, capacity, allocated, unavailable
 
 
 def rebuild_days() -> None:
-    """Every rollup from the pod and node rows, by the ledger's own rollups (as its write path does)."""
+    """Every rollup from the pod and node rows, by the ledger's own rollups (as its write path does), and the
+    findings those rows determine (idle allocations), by the findings' own rebuild from the ledger."""
+    from apps.findings.services import rebuild_from_ledger
+
     for cluster in Cluster.objects.all():
         hours = set(PodHour.objects.filter(cluster=cluster).values_list("hour", flat=True))
         hours |= set(NodeHour.objects.filter(cluster=cluster).values_list("hour", flat=True))
@@ -85,6 +88,7 @@ def rebuild_days() -> None:
             rollup_hour(cluster, hour)
         for day in {h.date() for h in hours}:
             rollup_day(cluster, day)
+        rebuild_from_ledger(cluster, hours)
 
 
 def pod_hour(cluster, hour, pod, team, *, working, idle, unmeasured=0.0, gpus=4.0, price=2.0, namespace=None):

@@ -8,7 +8,8 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devtools.simulator.exposition import dcgm_samples
+from devtools.simulator.exposition import LEGACY_CLOCK_EVENTS, dcgm_samples
+from devtools.simulator.model import SEG
 
 REAL_ORDER = ["gpu", "UUID", "pci_bus_id", "device", "modelName"]
 REQUIRED = {
@@ -21,8 +22,23 @@ REQUIRED = {
     "DCGM_FI_DEV_POWER_USAGE",
     "DCGM_FI_DEV_GPU_TEMP",
     "DCGM_FI_DEV_XID_ERRORS",
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    "DCGM_FI_DEV_POWER_VIOLATION",
+    "DCGM_FI_DEV_THERMAL_VIOLATION",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
 }
+DEVICE_LEVEL = {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+                "DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+                "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"}
+REMAP = {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"}
+COUNTERS = {"DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"}
+H = 3600
 
 
 def _get(served, query=""):
@@ -41,6 +57,7 @@ def test_it_exposes_parseable_metrics_with_the_real_label_order(served, query, h
     text = _get(served, query)
     fams = {f.name: f for f in text_string_to_metric_families(text)}
     assert set(fams) >= REQUIRED
+    assert {name for name, f in fams.items() if f.type == "counter"} == COUNTERS  # as dcgm-exporter types them
     whole_tail = [host, "DCGM_FI_DRIVER_VERSION", "container", "namespace", "pod"]
     mig_tail = ["GPU_I_PROFILE", "GPU_I_ID"] + whole_tail
     seen_mig = seen_vgpu = seen_empty = False
@@ -112,3 +129,99 @@ def test_it_drops_pod_identity_on_gpus_whose_labels_were_lost(demo):
     assert rows and all(lab["pod"] == "" for lab in rows)
     holder = next(p for p in demo.pods if p.name == "feature-store-0")
     assert holder.held(demo.end.timestamp() - 1)
+
+
+def test_it_names_the_clock_event_reasons_the_old_way_when_asked(served):
+    text = _get(served, "?rename=DCGM_FI_DEV_CLOCKS_EVENT_REASONS=DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+    fams = {f.name for f in text_string_to_metric_families(text)}
+    assert "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" in fams and "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" not in fams
+    new = dcgm_samples(served.scenario, served.scenario.end)
+    old = dcgm_samples(served.scenario, served.scenario.end, renames=LEGACY_CLOCK_EVENTS)
+    assert [(LEGACY_CLOCK_EVENTS.get(m, m), lab, v) for m, lab, v in new] == old
+
+
+def _at(demo, offset_hours: float):
+    return demo.t0 + offset_hours * H
+
+
+def _by_uuid(demo, t, metric):
+    return [(lab, v) for m, lab, v in dcgm_samples(demo, t) if m == metric]
+
+
+def test_device_level_fields_are_on_gpus_only_and_remapping_on_hbm_gpus_only(demo):
+    rows = dcgm_samples(demo, demo.end)
+    mig = {m for m, lab, _v in rows if lab.get("GPU_I_ID")}
+    assert mig and not mig & DEVICE_LEVEL and "DCGM_FI_DEV_XID_ERRORS" in mig
+    l4 = {m for m, lab, _v in rows if lab["modelName"] == "NVIDIA L4"}
+    assert not l4 & REMAP and l4 >= DEVICE_LEVEL - REMAP
+    h100 = {m for m, lab, _v in rows if lab["modelName"].startswith("NVIDIA H100") and not lab.get("GPU_I_ID")}
+    assert h100 >= DEVICE_LEVEL
+
+
+def test_it_shows_the_health_events_of_the_demo(demo):
+    reranker = demo.gpu_entity("a100-mig-0", 5).uuid
+    xid = {t: {v for lab, v in _by_uuid(demo, _at(demo, t), "DCGM_FI_DEV_XID_ERRORS") if lab["UUID"] == reranker}
+           for t in (35 + 15 / 60, 35 + 20 / 60, 35 + 25 / 60)}
+    assert xid == {35.25: {0}, 35 + 20 / 60: {48}, 35 + 25 / 60: {0}}  # one 5-minute sample: max_over_time sees it
+    for metric, before, after in (("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0, 1),
+                                  ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 0, 1)):
+        got = [{v for lab, v in _by_uuid(demo, _at(demo, t), metric) if lab["UUID"] == reranker} for t in (35, 36)]
+        assert got == [{before}, {after}]  # monotonic counters
+    # HW power brake on h100-train-0 for 3 h: the bitmask, and the power violation counter (ns) stepping by the
+    # throttled time of the segment before
+    node0 = {e.uuid for e in (demo.gpu_entity("h100-train-0", g) for g in range(8))}
+
+    def node0_values(metric, t):
+        return {v for lab, v in _by_uuid(demo, t, metric) if lab["UUID"] in node0}
+
+    assert node0_values("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", _at(demo, 41)) == {0x88}
+    assert node0_values("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", _at(demo, 39.5)) == {0}
+    assert node0_values("DCGM_FI_DEV_POWER_VIOLATION", _at(demo, 40)) == {0}
+    assert node0_values("DCGM_FI_DEV_POWER_VIOLATION", _at(demo, 40) + SEG) == {SEG * 1e9}
+    assert node0_values("DCGM_FI_DEV_POWER_VIOLATION", _at(demo, 50)) == {3 * H * 1e9}
+    # llm-pretrain's rank 1 is thermally throttled all along (SW thermal + HW slowdown)
+    node1 = {e.uuid for e in (demo.gpu_entity("h100-train-1", g) for g in range(8))}
+    assert {v for lab, v in _by_uuid(demo, demo.end, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS") if lab["UUID"] in node1} \
+        == {0x28}
+    # a100-0 GPU 6: the row remap failure stays
+    bad = demo.gpu_entity("a100-0", 6).uuid
+    assert {v for lab, v in _by_uuid(demo, demo.end, "DCGM_FI_DEV_ROW_REMAP_FAILURE") if lab["UUID"] == bad} == {1}
+
+
+def test_a_vanished_gpu_has_no_series_while_its_node_stays(demo):
+    gone = demo.gpu_entity("h100-train-2", 7).uuid
+    for hours, present in ((38.5, True), (39, False), (43.9, False), (44, True)):
+        uuids = {lab["UUID"] for _m, lab, _v in dcgm_samples(demo, _at(demo, hours))}
+        assert (gone in uuids) is present, hours
+        assert demo.gpu_entity("h100-train-2", 6).uuid in uuids
+    xid = {v for lab, v in _by_uuid(demo, _at(demo, 38.5), "DCGM_FI_DEV_XID_ERRORS") if lab["UUID"] == gone}
+    assert xid == {79}
+
+
+def test_a_rogue_process_shows_on_a_device_series_without_pod(demo):
+    rogue = demo.gpu_entity("l4-0", 3).uuid
+    for hours, busy in ((32.9, False), (33, True), (36.9, True), (37, False)):
+        [(lab, sm)] = [(lab, v) for lab, v in _by_uuid(demo, _at(demo, hours), "DCGM_FI_PROF_SM_ACTIVE")
+                       if lab["UUID"] == rogue]
+        assert lab["pod"] == lab["namespace"] == lab["container"] == ""
+        assert (sm > 0.5) is busy, hours
+
+
+def test_an_idle_held_notebook_keeps_its_memory_and_idle_ones_release_it(demo):
+    def fb_and_sm(pod, t):
+        vals = {m: v for m, lab, v in dcgm_samples(demo, t) if lab["pod"] == pod}
+        return vals["DCGM_FI_DEV_FB_USED"], vals["DCGM_FI_PROF_SM_ACTIVE"]
+
+    fb, sm = fb_and_sm("jupyter-hana-0", _at(demo, 40))
+    assert fb > 40_000 and sm < 0.01  # ~45 GiB held, nothing computed
+    fb, sm = fb_and_sm("jupyter-alice-0", _at(demo, 40))
+    assert fb < 1024 and sm < 0.01  # idle, kernel stopped: a CUDA context at most
+
+
+def test_a_straggling_rank_runs_at_forty_percent_while_its_peers_run_at_ninety(demo):
+    sms = sorted(v for m, lab, v in dcgm_samples(demo, _at(demo, 38))
+                 if m == "DCGM_FI_PROF_SM_ACTIVE" and lab["pod"].startswith("llama-sft-"))
+    assert len(sms) == 8 and sms[0] < 0.45 and sms[1] > 0.85
+    sms = [v for m, lab, v in dcgm_samples(demo, _at(demo, 42))
+           if m == "DCGM_FI_PROF_SM_ACTIVE" and lab["pod"].startswith("llama-sft-")]
+    assert len(sms) == 8 and min(sms) > 0.85

@@ -129,6 +129,8 @@ def test_it_answers_unknown_paths_with_a_404_status(served):
         "/api",
         "/api/v1",
         "/apis",
+        "/apis/apps/v1",
+        "/apis/batch/v1",
         "/apis/kueue.x-k8s.io/v1beta2",
         "/apis/kueue.x-k8s.io/v1beta1",
     ):
@@ -147,3 +149,67 @@ def test_it_injects_server_errors_and_timeouts(api, served):
         v1.list_node(_request_timeout=1)
     served.set_fault(None)
     assert v1.list_node().items
+
+
+def test_it_lists_replicasets_and_jobs_with_their_owners_across_pages(api, served, demo):
+    at = demo.t0 + 40 * 3600  # the PyTorchJob, the JobSet and a CronJob's Job run
+    served.set_time(at)
+    apps, batch = client.AppsV1Api(api), client.BatchV1Api(api)
+    rs, pages = _pages(apps.list_replica_set_for_all_namespaces, 2)
+    assert pages > 2 and all(isinstance(r, client.V1ReplicaSet) for r in rs)
+    expected = {(c.namespace, c.name): c.owner for c in demo.controllers.values()
+                if c.kind == "ReplicaSet" and c.visible(at)}
+    assert {(r.metadata.namespace, r.metadata.name): _controller(r.metadata) for r in rs} == expected
+    assert set(expected.values()) >= {("Deployment", "llama-70b"), ("Deployment", "tts")}
+    jobs, pages = _pages(batch.list_job_for_all_namespaces, 2)
+    assert pages > 1 and all(isinstance(j, client.V1Job) for j in jobs)
+    got = {(j.metadata.namespace, j.metadata.name): _controller(j.metadata) for j in jobs}
+    assert got == {(c.namespace, c.name): c.owner for c in demo.controllers.values()
+                   if c.kind == "Job" and c.visible(at)}
+    assert got[("batch", "embed-shards-shard-1")] == ("JobSet", "embed-shards")
+    assert ("CronJob", "thumbs") in got.values() and None in got.values()  # bare Kueue Jobs
+    shard = batch.read_namespaced_job("embed-shards-shard-1", "batch")
+    assert shard.spec.completion_mode == "Indexed" and shard.status.active == 1
+    assert shard.metadata.owner_references[0].api_version == "jobset.x-k8s.io/v1alpha2"
+    assert [j.metadata.name for j in batch.list_namespaced_job("ml-training").items] == [
+        c.name for c in sorted(demo.controllers.values(), key=lambda c: c.name)
+        if c.kind == "Job" and c.namespace == "ml-training" and c.visible(at)
+    ]
+    served.set_time(demo.t0 + 42 * 3600)  # the failed shard, its Job done (both go 3 h later)
+    failed = batch.read_namespaced_job("embed-shards-shard-1", "batch")
+    assert failed.status.failed == 1 and [c.type for c in failed.status.conditions] == ["FailureTarget", "Failed"]
+    with pytest.raises(client.ApiException) as exc:
+        batch.read_namespaced_job("nope", "batch")
+    assert exc.value.status == 404
+
+
+def _controller(meta):  # type: ignore[no-untyped-def]
+    refs = [r for r in meta.owner_references or [] if r.controller]
+    return (refs[0].kind, refs[0].name) if refs else None
+
+
+def test_pods_name_their_controller_and_the_product_resolves_every_workload(api, served, demo):
+    from apps.ingest.collectors.kubernetes import read_owners, read_snapshot
+    from apps.inventory.models import Cluster
+    from tests.oracle import expected_workload
+
+    seen: set = set()
+    for hours in (40, 48, 140, 168):
+        at = demo.t0 + hours * 3600
+        served.set_time(at)
+        owners, error = read_owners(api)
+        assert error == ""
+        snap = read_snapshot(Cluster(name="probe"), api)
+        by_name = {(p.namespace, p.name): p for p in demo.pods}
+        for info in snap.pods:
+            pod = by_name[(info.namespace, info.name)]
+            assert info.owner == pod.owner if pod.owner and pod.owner[0] != "Pod" else info.owner is None
+            assert snap.workload_of(info) == expected_workload(pod), info.name
+            seen.add(expected_workload(pod).split("/")[0])
+    assert seen == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "Pod"}
+    served.set_time(demo.t0 + 38 * 3600)
+    master = client.CoreV1Api(api).read_namespaced_pod("llama-sft-master-0", "ml-training")
+    [ref] = master.metadata.owner_references
+    assert (ref.api_version, ref.kind, ref.name, ref.controller) == ("kubeflow.org/v1", "PyTorchJob", "llama-sft", True)
+    assert master.metadata.labels["training.kubeflow.org/operator-name"] == "pytorchjob-controller"
+    assert master.spec.restart_policy == "OnFailure"

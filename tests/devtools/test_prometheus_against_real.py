@@ -1,5 +1,7 @@
 """Every query the collector sends answers the same from the simulated Prometheus as from a real one loaded
-with the same history (`simulate export-openmetrics` + promtool): same series, same values to 1e-9."""
+with the same history (`simulate export-openmetrics` + promtool): same series, same values to 1e-9. So do the
+queries of the kinds findings send (health fields, counters' increases by vector arithmetic, memory held, activity
+of devices nobody holds) over the hours of the demo's health events."""
 
 from __future__ import annotations
 
@@ -30,29 +32,55 @@ STEP = 60
 LABEL_KEYS = ("team", "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/cluster-queue-name", "nvidia.com/gpu.product",
               "nvidia.com/gpu.count", "karpenter.sh/nodepool", "cloud.google.com/gke-nodepool")
 VARIANTS = {"plain": (), "operator": ("--exported-labels", "--hostname-label", "hostname")}
+# The metric names exporters with other CSVs use: the clock-event reasons before DCGM 3.1, the XID from DCGM 4.6.
+RENAMES = {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+           "DCGM_FI_DEV_XID_ERRORS": "DCGM_FI_DEV_XID_ERROR"}
+HEALTH_VARIANTS = {**VARIANTS, "renamed": tuple(a for old, new in RENAMES.items()
+                                                for a in ("--rename-metric", f"{old}={new}"))}
+# Hours of the demo (from its start) with every health event but the first two (the a100-0 remap failure goes on).
+HEALTH_HOURS = (33, 42)
 
 
-@pytest.fixture(scope="module", params=sorted(VARIANTS))
-def pair(request, tmp_path_factory):
-    """(real Prometheus, simulated Prometheus) over the same hours of the demo, in one label variant."""
+def _pair(tmp_path_factory, since: datetime, until: datetime, extra: tuple):
+    """(real Prometheus, simulated Prometheus) over [since, until) of the demo, shaped by `extra` options."""
     from tests.harness.prometheus import start_prometheus as start_real
 
     require_binary("prometheus")
     require_binary("promtool")
-    extra = VARIANTS[request.param]
-    since = END - timedelta(hours=HOURS)
     path = tmp_path_factory.mktemp("om") / "history.om"
     call_command(
         "simulate", "export-openmetrics", "--scenario", "demo", "--since", since.isoformat(), "--until",
-        END.isoformat(), "--end", END.isoformat(), "--days", str(DAYS), "--step", str(STEP), "--out", str(path), *extra,
+        until.isoformat(), "--end", END.isoformat(), "--days", str(DAYS), "--step", str(STEP), "--out", str(path),
+        *extra,
     )
     real = start_real(path)
-    real.wait_for("kube_node_labels", at=END.timestamp() - STEP, timeout=60)
+    real.wait_for("kube_node_labels", at=until.timestamp() - STEP, timeout=60)
+    exported = "--exported-labels" in extra
+    renames = dict(extra[i + 1].split("=", 1) for i, a in enumerate(extra) if a == "--rename-metric")
     simulated = start_prometheus(
         build_scenario("demo", seed=0, end=END, days=DAYS), step=STEP, since=since.timestamp(),
-        until=END.timestamp(), exported=bool(extra), hostname_label="hostname" if extra else "Hostname",
+        until=until.timestamp(), exported=exported, hostname_label="hostname" if exported else "Hostname",
+        renames=renames,
     )
+    return real, simulated
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def pair(request, tmp_path_factory):
+    """(real Prometheus, simulated Prometheus) over the same last hours of the demo, in one label variant."""
+    real, simulated = _pair(tmp_path_factory, END - timedelta(hours=HOURS), END, VARIANTS[request.param])
     yield real, simulated
+    simulated.stop()
+    real.close()
+
+
+@pytest.fixture(scope="module", params=sorted(HEALTH_VARIANTS))
+def health_pair(request, tmp_path_factory):
+    """The same over the hours of the demo's health events, in one label or metric-name variant."""
+    start = END - timedelta(days=DAYS)
+    since, until = (start + timedelta(hours=h) for h in HEALTH_HOURS)
+    real, simulated = _pair(tmp_path_factory, since, until, HEALTH_VARIANTS[request.param])
+    yield real, simulated, since, until
     simulated.stop()
     real.close()
 
@@ -74,14 +102,22 @@ def collector_queries(url: str) -> list[tuple[str, datetime]]:
                 (END - timedelta(hours=HOURS + 1), END - timedelta(hours=HOURS))]
     methods = [name for name, fn in vars(MetricsSource).items() if inspect.isfunction(fn) and not name.startswith("_")]
     assert {"activity", "has_dcgm", "pod_history", "node_history", "namespace_labels"} <= set(methods)
+    # The arguments past (start, end) that methods take: some devices the world has and one it has not, the
+    # findings' activity threshold. Parameters with a default are left to it.
+    uuids = sorted({r["metric"].get("UUID", "") for r in send("group by (UUID) (DCGM_FI_DEV_FB_USED)", END)})[:3]
+    arguments = {"label_keys": LABEL_KEYS, "uuids": [*uuids, "GPU-not-in-this-world"], "above": 0.05}
     for start, end in buckets:
         for name in methods:
-            params = list(inspect.signature(getattr(source, name)).parameters)
-            assert params[:2] == ["start", "end"] and set(params[2:]) <= {"label_keys"}, (
-                f"MetricsSource.{name}{params}: teach this test its arguments"
+            params = inspect.signature(getattr(source, name)).parameters
+            names = list(params)
+            needed = [p for p in names[2:] if params[p].default is inspect.Parameter.empty]
+            assert names[:2] == ["start", "end"] and set(needed) <= set(arguments), (
+                f"MetricsSource.{name}{names}: teach this test its arguments"
             )
+            positional = [arguments[p] for p in needed if params[p].kind is not inspect.Parameter.KEYWORD_ONLY]
+            keywords = {p: arguments[p] for p in needed if params[p].kind is inspect.Parameter.KEYWORD_ONLY}
             with contextlib.suppress(PrometheusError):  # a refused query is compared like the others
-                getattr(source, name)(start, end, *([LABEL_KEYS] if "label_keys" in params else []))
+                getattr(source, name)(start, end, *positional, **keywords)
     return sent
 
 
@@ -99,10 +135,8 @@ def _series(body: dict) -> dict:
             for r in body["data"]["result"]}
 
 
-def test_every_collector_query_answers_the_same(pair):
-    real, simulated = pair
-    sent = collector_queries(real.url)
-    assert len({q for q, _at in sent}) >= 15
+def _compare(real, simulated, sent) -> int:
+    """Each query's answer from both, compared; the number of non-empty answers."""
     nonempty = 0
     for promql, at in sent:
         code_real, body_real = _get(real.url, promql, at)
@@ -118,4 +152,90 @@ def test_every_collector_query_answers_the_same(pair):
             assert got[key][0] == ts, (promql, key)
             assert got[key][1] == pytest.approx(value, rel=1e-9, abs=1e-9), (promql, at, key)
         nonempty += bool(expected)
+    return nonempty
+
+
+def test_every_collector_query_answers_the_same(pair):
+    real, simulated = pair
+    sent = collector_queries(real.url)
+    assert len({q for q, _at in sent}) >= 15
+    assert _compare(real, simulated, sent) > len(sent) // 2
+
+
+COUNTERS = ("DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS")
+# Of the kinds findings send: {r} is the bucket's range, {xid} and {clock} the metric names in the variant,
+# {device} the labels naming a GPU whatever their spelling.
+FINDINGS_QUERIES = [
+    "max_over_time({xid}[{r}])",
+    "last_over_time({xid}[{r}])",
+    "max by ({device}) (max_over_time({xid}[{r}])) > 0",
+    "max by ({device}) (last_over_time({xid}[{r}])) > 0",
+    "max_over_time({clock}[{r}])",
+    "max by ({device}) (max_over_time({clock}[{r}])) >= 8",
+    "min by ({device}) (min_over_time({clock}[{r}]))",
+    "sum_over_time({clock}[{r}]) / count_over_time({clock}[{r}])",
+    *(f"max_over_time({c}[{{r}}]) - min_over_time({c}[{{r}}])" for c in COUNTERS),
+    *(f"(max_over_time({c}[{{r}}]) - min_over_time({c}[{{r}}])) > 0" for c in COUNTERS),
+    "(max_over_time(DCGM_FI_DEV_POWER_VIOLATION[{r}]) - min_over_time(DCGM_FI_DEV_POWER_VIOLATION[{r}])) / 1e9",
+    "max by ({device}) (max_over_time(DCGM_FI_DEV_ROW_REMAP_FAILURE[{r}])) > 0",
+    'avg_over_time(DCGM_FI_DEV_FB_USED{pod!=""}[{r}])',
+    'avg_over_time(DCGM_FI_DEV_FB_USED{exported_pod!=""}[{r}])',
+    'avg_over_time(DCGM_FI_DEV_FB_USED{pod!=""}[{r}]) > 1024',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod=""}[{r}])',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod="",exported_pod=""}[{r}]) > 0.05',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{exported_pod=""}[{r}]) > 0.05',
+    'max by ({device}, GPU_I_ID) (avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod="",exported_pod=""}[{r}]))',
+    "max by ({device}) (max_over_time(timestamp(DCGM_FI_DEV_FB_USED)[{r}:30s]))",
+    "max by ({device}) (DCGM_FI_DEV_FB_USED)",
+    "count by (Hostname, hostname) (last_over_time(DCGM_FI_DEV_FB_USED[{r}]))",
+    "avg_over_time(DCGM_FI_DEV_FB_USED[{r}]) / (avg_over_time(DCGM_FI_DEV_FB_USED[{r}]) + "
+    "avg_over_time(DCGM_FI_DEV_FB_FREE[{r}]))",
+    '100 * avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod!=""}[{r}]) - avg_over_time(DCGM_FI_DEV_GPU_UTIL{pod!=""}[{r}])',
+    "-max_over_time({xid}[{r}]) % 7 + 1",
+    "max_over_time(kube_replicaset_owner[{r}])",
+    'max_over_time(kube_job_owner{owner_is_controller="true"}[{r}])',
+    'max_over_time(kube_pod_owner{owner_is_controller="true"}[{r}])',
+    # a match group with two series on the right: Prometheus' execution error, from both
+    'DCGM_FI_DEV_FB_USED - {__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE"}',
+]
+
+
+def _query(template: str, **names: str) -> str:
+    for key, value in names.items():
+        template = template.replace("{" + key + "}", value)
+    return template
+
+
+def test_every_findings_query_answers_the_same(health_pair):
+    real, simulated, since, until = health_pair
+    names = RENAMES if "DCGM_FI_DEV_XID_ERROR" in _names(real) else {name: name for name in RENAMES}
+    assert set(names.values()) <= _names(real)
+    xid, clock = names["DCGM_FI_DEV_XID_ERRORS"], names["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"]
+    device = "UUID, uuid, Hostname, hostname"
+    sent = []
+    hour = since
+    while hour < until:  # each bucket as the collector windows it, and 17 minutes at an arbitrary instant
+        end = hour + timedelta(hours=1)
+        sent += [(_query(q, r="3600000ms", xid=xid, clock=clock, device=device), end - timedelta(milliseconds=1))
+                 for q in FINDINGS_QUERIES]
+        sent += [(_query(q, r="17m", xid=xid, clock=clock, device=device), hour + timedelta(minutes=41))
+                 for q in FINDINGS_QUERIES]
+        hour = end
+    nonempty = _compare(real, simulated, sent)
     assert nonempty > len(sent) // 2
+    # the events are there: XID 48 for one sample (max_over_time sees it, last_over_time at the end does not), 79
+    got = {}
+    for at in (since + timedelta(hours=h) for h in range(1, 10)):
+        for q in ("max_over_time({xid}[3600000ms])", "last_over_time({xid}[3600000ms])"):
+            _code, body = _get(simulated.url, _query(q, xid=xid), at - timedelta(milliseconds=1))
+            got[(q[:4], at)] = {float(r["value"][1]) for r in body["data"]["result"]} - {0.0}
+    start = END - timedelta(days=DAYS)
+    assert got[("max_", start + timedelta(hours=36))] == {48.0}
+    assert got[("last", start + timedelta(hours=36))] == set()
+    assert 79.0 in got[("max_", start + timedelta(hours=39))]  # beside a failed batch run's application XID 43
+
+
+def _names(server) -> set[str]:
+    with urllib.request.urlopen(server.url + "/api/v1/label/__name__/values", timeout=30) as response:
+        return set(json.load(response)["data"])

@@ -19,9 +19,12 @@ STEP = 60
 HOURS = 2
 
 
-@pytest.fixture(scope="module")
-def window(demo):
-    """The last hours of the day the demo's scratch pod is deleted while running (every kind of change)."""
+@pytest.fixture(scope="module", params=["deletion", "health"])
+def window(demo, request):
+    """The hours around the demo's scratch pod's deletion while running (every kind of pod change), or those of
+    its health events (an XID for one sample, counters stepping, a GPU vanishing, a rogue process, a straggler)."""
+    if request.param == "health":
+        return demo.t0 + 35 * 3600, demo.t0 + 39.5 * 3600
     dave = next(p for p in demo.pods if p.name == "scratch-dave")
     until = dave.deleted + 3600
     return until - HOURS * 3600, until
@@ -62,6 +65,19 @@ QUERIES = [
     "max_over_time(timestamp(kube_node_labels)[{r}:1m])",
     "count by (phase) (kube_pod_status_phase == 1)",
     "timestamp(kube_pod_info)",
+    "max_over_time(kube_replicaset_owner[{r}])",
+    'max_over_time(kube_job_owner{owner_is_controller="true"}[{r}])',
+    "max_over_time(DCGM_FI_DEV_XID_ERRORS[{r}]) > 0",
+    "max_over_time(DCGM_FI_DEV_CLOCKS_EVENT_REASONS[{r}])",
+    "max_over_time(DCGM_FI_DEV_POWER_VIOLATION[{r}]) - min_over_time(DCGM_FI_DEV_POWER_VIOLATION[{r}])",
+    "(max_over_time(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[{r}]) - min_over_time(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[{r}])) > 0",
+    "max by (UUID) (max_over_time(DCGM_FI_DEV_ROW_REMAP_FAILURE[{r}]))",
+    'avg_over_time(DCGM_FI_DEV_FB_USED{pod!=""}[{r}]) / 1024',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod=""}[{r}]) > 0.05',
+    "count by (Hostname) (last_over_time(DCGM_FI_PROF_SM_ACTIVE[{r}]))",
+    "max by (UUID) (max_over_time(timestamp(DCGM_FI_DEV_FB_USED)[{r}:30s]))",
+    "avg_over_time(DCGM_FI_DEV_FB_USED[{r}]) / (avg_over_time(DCGM_FI_DEV_FB_USED[{r}]) + "
+    "avg_over_time(DCGM_FI_DEV_FB_FREE[{r}]))",
 ]
 
 
@@ -134,7 +150,10 @@ def test_it_answers_the_query_api_over_get_and_post(prometheus, demo, post):
     ("query", "at", "code", "error_type"),
     [
         ("rate(kube_pod_info[5m])", "1795000000", 400, "bad_data"),
-        ("kube_pod_info + 1", "1795000000", 400, "bad_data"),
+        ("kube_pod_info ^ 2", "1795000000", 400, "bad_data"),
+        ("kube_pod_info - on(uid) kube_pod_owner", "1795000000", 400, "bad_data"),
+        ('kube_node_created - {__name__=~"kube_node_created|kube_node_spec_unschedulable"}', "1795900000", 422,
+         "execution"),
         (None, "1795000000", 400, "bad_data"),
         ("kube_pod_info", "yesterday", 400, "bad_data"),
         ('count_over_time({__name__=~"DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_PROF_GR_ENGINE_ACTIVE"}[5m])', "1795900000", 422,

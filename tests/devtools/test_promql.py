@@ -119,6 +119,38 @@ def test_comparisons_with_a_scalar_filter(ev):
     assert ev.query("3", T) == ("scalar", 3.0)
 
 
+def test_arithmetic_between_scalars_and_vectors_drops_the_metric_name(ev):
+    assert ev.query("1 + 2 * 3 - 4 / 2", T) == ("scalar", 5.0)
+    assert ev.query("(1 + 2) * 3", T) == ("scalar", 9.0)
+    assert ev.query("7 % 3", T) == ("scalar", 1.0)
+    assert ev.query("-7 % 3", T) == ("scalar", -1.0)  # Go's math.Mod: the sign of the dividend
+    assert ev.query("1 / 0", T) == ("scalar", math.inf)
+    assert ev.query("-1 / 0", T) == ("scalar", -math.inf)
+    assert math.isnan(ev.query("0 / 0", T)[1]) and math.isnan(ev.query("1 % 0", T)[1])
+    assert q(ev, 'up{job="a"} * 2') == {(("job", "a"), ("pod", "p1")): 120.0}
+    assert q(ev, '100 - up{job="a"}') == {(("job", "a"), ("pod", "p1")): 40.0}
+    assert q(ev, '-up{job="a"}') == {(("job", "a"), ("pod", "p1")): -60.0}
+    assert q(ev, 'up{job="a"} / 0') == {(("job", "a"), ("pod", "p1")): math.inf}
+    assert q(ev, "late * 2 > 15") == {(("team", "y"), ("uid", "u3")): 18.0}  # u1: 14; u2 is beyond the lookback
+
+
+def test_arithmetic_between_vectors_matches_one_to_one_on_all_labels(ev):
+    # the increase of a counter over a range: max - min, label sets identical on both sides
+    assert q(ev, 'max_over_time(up{job="a"}[10m]) - min_over_time(up{job="a"}[10m])') == {
+        (("job", "a"), ("pod", "p1")): 10.0
+    }
+    assert q(ev, "(max_over_time(up[10m]) - min_over_time(up[10m])) > 0") == {(("job", "a"), ("pod", "p1")): 10.0}
+    # names differ but the other labels match; series without a match are dropped
+    assert q(ev, "up / down") == {(("job", "a"), ("pod", "p1")): 30.0}
+    assert q(ev, 'up{job="b"} + down') == {}
+    assert q(ev, "up - up") == {(("job", "a"), ("pod", "p1")): 0.0, (("job", "b"),): 0.0}
+    # a match group with two series on one side is Prometheus' execution error
+    with pytest.raises(PromQLExecutionError, match="duplicate series"):
+        ev.query('up{job="a"} - {__name__=~"up|down", job="a"}', T)
+    with pytest.raises(PromQLExecutionError, match="multiple matches"):
+        ev.query('{__name__=~"up|down", job="a"} - max_over_time(up{job="a"}[1m])', T)
+
+
 def test_a_function_result_with_duplicate_label_sets_is_an_error(ev):
     with pytest.raises(PromQLExecutionError, match="same labelset"):
         ev.query('count_over_time({__name__=~"up|down", job="a"}[5m])', T)
@@ -129,8 +161,12 @@ def test_a_function_result_with_duplicate_label_sets_is_an_error(ev):
     ("query", "message"),
     [
         ("rate(up[5m])", "function 'rate' is not supported"),
-        ("up + 1", "arithmetic operator"),
-        ("up * up", "arithmetic operator"),
+        ("up ^ 2", "arithmetic operator"),
+        ("up atan2 up", "arithmetic operator"),
+        ("up - on(job) down", "vector matching"),
+        ("up / ignoring(pod) down", "vector matching"),
+        ("up[5m] - 1", "only scalar and instant vector"),
+        ("-up[5m]", "scalar or instant vector"),
         ("up and down", "set operator"),
         ("up unless down", "set operator"),
         ("up offset 5m", "modifier is not supported"),

@@ -11,7 +11,8 @@ import base64
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,9 +22,18 @@ from urllib3.util.retry import Retry
 
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
-from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS
+from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
 from apps.usage.ledger import SeriesFact
-from apps.usage.sources import HISTORY_STEP_SECONDS, NodeHistory, PodHistory, SourceError
+from apps.usage.sources import (
+    HISTORY_STEP_SECONDS,
+    DeviceActivity,
+    DeviceHealth,
+    NodeHistory,
+    PodHistory,
+    PodMemory,
+    SourceError,
+    VanishedDevice,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +90,216 @@ def _value(sample: dict[str, Any]) -> float | None:
     return None if math.isnan(v) or math.isinf(v) else v
 
 
-class PrometheusSource:
+# ---- Findings: health fields, memory held, activity of devices nobody holds (apps/findings) ----
+
+XID_METRICS = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")  # DCGM 4.6 renames the field (same ID 230)
+CLOCK_EVENT_METRICS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")  # field 112
+POWER_VIOLATION = "DCGM_FI_DEV_POWER_VIOLATION"
+THERMAL_VIOLATION = "DCGM_FI_DEV_THERMAL_VIOLATION"
+UNCORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+# One physical GPU, whatever the label spelling (MIG instances carry their parent's UUID).
+DEVICE_BY = "UUID, uuid, Hostname, hostname"
+# Clock-event reasons below this value carry none of the bits above power capping (gpu_idle 0x1,
+# clocks_setting 0x2, sw_power_cap 0x4): GPUs whose bitmask never reached it are not asked further.
+CLOCK_EVENT_CANDIDATE = 8
+# At most this many names or UUIDs in one regex matcher; more and the query goes unrestricted.
+MAX_REGEX_NAMES = 300
+
+
+def _device(m: Mapping[str, str]) -> tuple[str, str]:
+    return m.get("hostname") or m.get("Hostname") or "", m.get("UUID") or m.get("uuid") or ""
+
+
+def _alternatives(fn: str, metrics: Sequence[str], matchers: str, rng: str) -> str:
+    """`fn(a{..}[r]) or fn(b{..}[r])`: one name or its rename, never both names colliding in one answer."""
+    return " or ".join(f"{fn}({m}{{{matchers}}}[{rng}])" for m in metrics)
+
+
+def _regex(values: Collection[str]) -> str:
+    return "|".join(re.escape(v) for v in sorted(values)).replace("\\", "\\\\")
+
+
+class _FindingQueries:
+    """Mixed into PrometheusSource: every query is one instant query at the bucket's end aggregated per GPU
+    (`max by (UUID, Hostname)`) or per pod series, and most are filtered in PromQL (`> 0`) so only GPUs with
+    something to report come back. Only the subset of PromQL the simulator answers is used (no arithmetic)."""
+
+    metrics: dict[str, str]
+    pod_labels: str | None
+
+    def query(self, promql: str, at: datetime) -> list[dict]: ...  # pragma: no cover (PrometheusSource's)
+
+    def _per_device(self, promql: str, at: datetime) -> dict[tuple[str, str], float]:
+        out: dict[tuple[str, str], float] = {}
+        for r in self.query(promql, at):
+            v = _value(r)
+            node, uuid = _device(r["metric"])
+            if v is not None and uuid:
+                out[(node, uuid)] = v
+        return out
+
+    def _increase(self, metric: str, rng: str, at: datetime) -> dict[tuple[str, str], float]:
+        """max - min of a counter per GPU over the bucket (PromQL arithmetic is left out: see the class), for GPUs
+        whose counter is above 0 at all; the minimum is asked only for those."""
+        label_of: dict[tuple[str, str], str] = {}
+        top: dict[tuple[str, str], float] = {}
+        for r in self.query(f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at):
+            v, key = _value(r), _device(r["metric"])
+            if v is not None and key[1]:
+                top[key] = v
+                label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
+        if not top:
+            return {}
+        matcher = self._uuid_matcher(top, label_of)
+        low = self._per_device(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{matcher}}}[{rng}]))", at)
+        return {k: v - low.get(k, v) for k, v in top.items() if v - low.get(k, v) > 0}
+
+    def _uuid_matcher(self, devices: Collection[tuple[str, str]], label_of: Mapping[tuple[str, str], str]) -> str:
+        """A matcher restricting a query to these GPUs, or "" (unrestricted) when too many or mixed labels."""
+        labels = {label_of.get(d, "UUID") for d in devices}
+        if len(devices) > MAX_REGEX_NAMES or len(labels) != 1:
+            return ""
+        return f'{labels.pop()}=~"{_regex({u for _n, u in devices})}"'
+
+    def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
+        rng, at = window(start, end)
+        fields: dict[tuple[str, str], dict] = defaultdict(dict)
+        # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
+        for fn in ("max_over_time", "last_over_time"):
+            q = f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, '', rng)}) > 0"
+            for key, v in self._per_device(q, at).items():
+                fields[key].setdefault("xid", set()).add(int(v))
+        # Clock events: GPUs whose bitmask reached a counted bit, then its min, max and mean for those.
+        q = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
+        label_of: dict[tuple[str, str], str] = {}
+        top: dict[tuple[str, str], float] = {}
+        for r in self.query(f"{q} >= {CLOCK_EVENT_CANDIDATE}", at):
+            v = _value(r)
+            key = _device(r["metric"])
+            if v is not None and key[1]:
+                top[key] = v
+                label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
+        if top:
+            matcher = self._uuid_matcher(top, label_of)
+            low = self._per_device(
+                f"min by ({DEVICE_BY}) ({_alternatives('min_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at)
+            total = self._per_device(
+                f"sum by ({DEVICE_BY}) ({_alternatives('sum_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at)
+            count = self._per_device(
+                f"sum by ({DEVICE_BY}) ({_alternatives('count_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at)
+            for key, v in top.items():
+                if count.get(key):
+                    fields[key]["clock"] = (int(low.get(key, v)), int(v), total.get(key, v) / count[key])
+        for metric, name, scale in ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
+                                    (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0)):
+            for key, v in self._increase(metric, rng, at).items():
+                fields[key][name] = v * scale
+        for key in self._per_device(f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at):
+            fields[key]["remap_failure"] = True
+        seconds = (end - start).total_seconds()
+        return [
+            DeviceHealth(
+                node=node, uuid=uuid, xid_codes=tuple(sorted(f.get("xid", ()))), clock_events=f.get("clock"),
+                power_violation_seconds=min(f.get("power", 0.0), seconds),
+                thermal_violation_seconds=min(f.get("thermal", 0.0), seconds),
+                uncorrectable_remapped_rows=f.get("remapped", 0.0), row_remap_failure=f.get("remap_failure", False),
+                ecc_dbe=f.get("dbe", 0.0),
+            )
+            for (node, uuid), f in sorted(fields.items())
+        ]
+
+    def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
+        # Last sample of each GPU over the hour before and the bucket, kept when it is before the bucket.
+        rng, at = window(start - timedelta(hours=1), end)
+        seen = f"max_over_time(timestamp({FB_USED})[{rng}:{HISTORY_STEP_SECONDS}s])"
+        label_of: dict[tuple[str, str], str] = {}
+        gone: dict[tuple[str, str], float] = {}
+        for r in self.query(f"max by ({DEVICE_BY}) ({seen}) < {start.timestamp():.3f}", at):
+            v, key = _value(r), _device(r["metric"])
+            if v is not None and key[1]:
+                gone[key] = v
+                label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
+        if not gone:
+            return []
+        # Who the last series named: the pod holding the GPU when it vanished.
+        matcher = self._uuid_matcher(gone, label_of)
+        seen = f"max_over_time(timestamp({FB_USED}{{{matcher}}})[{rng}:{HISTORY_STEP_SECONDS}s])"
+        by = f"{DEVICE_BY}, namespace, pod, exported_namespace, exported_pod"
+        holder: dict[tuple[str, str], tuple[float, str, str]] = {}
+        for r in self.query(f"max by ({by}) ({seen})", at):
+            v, key, m = _value(r), _device(r["metric"]), r["metric"]
+            if v is None or key not in gone:
+                continue
+            if self.pod_labels == "exported" or m.get("exported_pod"):
+                ns, pod = m.get("exported_namespace", ""), m.get("exported_pod", "")
+            else:
+                ns, pod = m.get("namespace", ""), m.get("pod", "")
+            if key not in holder or (v, pod) > holder[key][:2]:
+                holder[key] = (v, pod, ns)
+        return [VanishedDevice(node, uuid, _ts(ts), holder.get((node, uuid), (0, "", ""))[2],
+                               holder.get((node, uuid), (0, "", ""))[1])
+                for (node, uuid), ts in sorted(gone.items())]
+
+    def devices_reporting(self, start: datetime, end: datetime, uuids: Collection[str]) -> frozenset[str]:
+        if not uuids:
+            return frozenset()
+        rng, at = window(start, end)
+        found: set[str] = set()
+        for label in ("UUID", "uuid"):
+            q = f'count by ({label}) (count_over_time({FB_USED}{{{label}=~"{_regex(uuids)}"}}[{rng}]))'
+            found |= {r["metric"].get(label, "") for r in self.query(q, at)}
+        return frozenset(found & set(uuids))
+
+    def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
+        rng, at = window(start, end)
+        if pods is not None and not pods:
+            return []
+        names = f',{{label}}=~"{_regex(pods)}"' if pods is not None and len(pods) <= MAX_REGEX_NAMES else ""
+        by = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
+        q = (f'max by ({by}) (avg_over_time({FB_USED}{{exported_pod!=""{names.format(label="exported_pod")}}}[{rng}])'
+             f' or avg_over_time({FB_USED}{{pod!="",exported_pod=""{names.format(label="pod")}}}[{rng}]))')
+        out = []
+        for r in self.query(q, at):
+            m, v = r["metric"], _value(r)
+            pod = m.get("exported_pod") or m.get("pod") or ""
+            ns = m.get("exported_namespace") or m.get("namespace") or ""
+            uuid = m.get("UUID") or m.get("uuid") or ""
+            if v is None or not (pod and ns and uuid):
+                continue
+            out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
+        return out
+
+    def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
+        rng, at = window(start, end)
+        signal = default_signal()
+        metric = self.metrics[signal]
+        scale = SIGNAL_SCALE.get(signal, 1.0)
+        if self.pod_labels is None:  # which label names the pod here: ask once (a held series with exported_pod?)
+            exported = self.query(f'count(last_over_time({metric}{{exported_pod!=""}}[{rng}]))', at)
+            self.pod_labels = "exported" if exported else "plain"
+        # With exported_* labels the plain `pod` label names the exporter itself: a series without exported_pod
+        # has no holder. Otherwise a series without `pod` has none.
+        matchers = 'exported_pod=""' if self.pod_labels == "exported" else 'pod="",exported_pod=""'
+        by = f"{DEVICE_BY}, GPU_I_ID, GPU_I_PROFILE"
+        q = f"max by ({by}) (avg_over_time({metric}{{{matchers}}}[{rng}])) > {above / scale:g}"
+        out = []
+        for r in self.query(q, at):
+            v = _value(r)
+            node, uuid = _device(r["metric"])
+            if v is None or not uuid:
+                continue
+            ratio = v * scale
+            if ratio > 1.0 + 1e-6:
+                continue  # out of range: the ledger reports such values, findings do not count them
+            out.append(DeviceActivity(node, uuid, r["metric"].get("GPU_I_ID", ""),
+                                      r["metric"].get("GPU_I_PROFILE", ""), ratio))
+        return out
+
+
+class PrometheusSource(_FindingQueries):
     """Reads one cluster's Prometheus."""
 
     def __init__(self, cluster: Cluster):
@@ -108,6 +327,9 @@ class PrometheusSource:
         self.queries = 0
         self.samples = 0
         self.warnings: list[str] = []
+        # How series name their pod: "exported" (Prometheus Operator, honorLabels false: exported_pod) or
+        # "plain" (pod); learnt from the activity series, None until known.
+        self.pod_labels: str | None = None
 
     # ---- plumbing ----
     def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
@@ -150,6 +372,8 @@ class PrometheusSource:
                 continue
             key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""))
             out[key] = ratio
+            if self.pod_labels is None:
+                self.pod_labels = "exported" if m.get("exported_pod") else "plain"
         return out
 
     def activity(self, start: datetime, end: datetime) -> list[SeriesFact]:
@@ -300,3 +524,4 @@ class PrometheusSource:
                 )
             )
         return nodes
+

@@ -103,7 +103,8 @@ class UsageApi(FormatParamMixin, APIView):
 
 
 class IdleAllocationListApi(FormatParamMixin, APIView):
-    """Pods holding GPUs that have done (almost) nothing for consecutive hours, as of the latest bucket."""
+    """Pods holding GPUs that have done (almost) nothing for consecutive hours, as of the latest bucket: the
+    idle-allocation findings (also in `/api/v1/findings/?kind=idle_allocation`), under the default signal."""
 
     pagination_class = Pagination
 
@@ -120,12 +121,15 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
     )
     def get(self, request):
         params = request.query_params
-        rows = idle_allocation_list(
-            visible_teams=visible_team_names(request.user),
-            cluster=parse_text(params, "cluster"),
-            team=parse_text(params, "team"),
-            signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
-        )
+        try:
+            rows = idle_allocation_list(
+                visible_teams=visible_team_names(request.user),
+                cluster=parse_text(params, "cluster"),
+                team=parse_text(params, "team"),
+                signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
+            )
+        except ValueError as exc:  # findings are computed under the default signal only
+            raise param_error("signal", str(exc)) from exc
         return paginated(self, request, rows, IdleAllocationSerializer)
 
 

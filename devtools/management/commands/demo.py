@@ -12,7 +12,6 @@ and a fork) share the days of collection and history, so the demo uses every cor
 from __future__ import annotations
 
 import dataclasses
-import logging
 import multiprocessing
 import os
 import secrets
@@ -76,13 +75,10 @@ class Command(BaseCommand):
             raise CommandError("--days must be at least 1")
         # Django's debug cursor would keep (and on SQLite re-quote, one extra query each) every statement.
         debug, settings.DEBUG = settings.DEBUG, False
-        quiet = _WithoutOwners()
-        logging.getLogger("apps.ingest.collectors.kubernetes").addFilter(quiet)
         try:
             self._demo(opts)
         finally:
             settings.DEBUG = debug
-            logging.getLogger("apps.ingest.collectors.kubernetes").removeFilter(quiet)
 
     def _demo(self, opts: dict) -> None:
         from devtools.simulator.k8s_api import SimServer
@@ -145,14 +141,6 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         users.objects.create_user("demo", password=password, is_staff=True)
         self.stdout.write(self.style.SUCCESS(f"sign in at http://127.0.0.1:8000/ as demo / {password}"))
-
-
-class _WithoutOwners(logging.Filter):
-    """The simulated API serves no ReplicaSets or Jobs (workloads stop at them): one warning per snapshot,
-    hundreds in a demo, says so. Every other record passes."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("ReplicaSets/Jobs could not be read")
 
 
 def _preload() -> None:

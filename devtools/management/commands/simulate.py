@@ -27,6 +27,24 @@ def _parse_time(value: str) -> datetime:
     return dt.astimezone(UTC)
 
 
+RENAME_HELP = (
+    "export a DCGM field under another name, as an exporter whose CSV names it so would (repeatable), e.g. "
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS=DCGM_FI_DEV_CLOCK_THROTTLE_REASONS (the name before DCGM 3.1) or "
+    "DCGM_FI_DEV_XID_ERRORS=DCGM_FI_DEV_XID_ERROR (DCGM 4.6)"
+)
+
+
+def _rename(value: str) -> tuple[str, str]:
+    import argparse
+
+    from devtools.simulator.exposition import DCGM_FAMILIES
+
+    old, sep, new = value.partition("=")
+    if not sep or old not in DCGM_FAMILIES or not new or not new.replace("_", "").isalnum():
+        raise argparse.ArgumentTypeError(f"expected FROM=TO with FROM one of the DCGM metrics, got {value!r}")
+    return old, new
+
+
 class Command(BaseCommand):
     help = (
         "Simulated GPU cluster: serve a Kubernetes API + dcgm /metrics and a Prometheus query API, "
@@ -46,6 +64,8 @@ class Command(BaseCommand):
         s.add_argument("--kubeconfig-out", default="var/sim-kubeconfig.yaml")
         s.add_argument("--prometheus-port", type=int, default=0)
         s.add_argument("--scrape-seconds", type=int, default=60, help="the simulated Prometheus' scrape interval")
+        s.add_argument("--rename-metric", action="append", default=[], metavar="FROM=TO", type=_rename,
+                       help=RENAME_HELP)
         e = sub.add_parser("export-openmetrics", help="write DCGM + kube-state-metrics history as OpenMetrics")
         e.add_argument("--scenario", default="demo")
         e.add_argument("--seed", type=int, default=0)
@@ -64,6 +84,8 @@ class Command(BaseCommand):
         )
         e.add_argument("--metrics", help="comma-separated metric families to export (default: all)")
         e.add_argument("--no-ksm", action="store_true", help="DCGM series only")
+        e.add_argument("--rename-metric", action="append", default=[], metavar="FROM=TO", type=_rename,
+                       help=RENAME_HELP)
         e.add_argument("--out", required=True)
 
     def handle(self, *args, **opts):
@@ -84,7 +106,7 @@ class Command(BaseCommand):
                 raise CommandError("--scrape-seconds must be positive")
             srv = start_server(sc, host=opts["host"], port=opts["port"])
             prometheus = start_prometheus(sc, host=opts["host"], port=opts["prometheus_port"],
-                                          step=opts["scrape_seconds"])
+                                          step=opts["scrape_seconds"], renames=dict(opts["rename_metric"]))
             srv.set_time(at)
             path = srv.write_kubeconfig(opts["kubeconfig_out"])
             self.stdout.write(
@@ -142,6 +164,7 @@ class Command(BaseCommand):
             metrics=metrics,
             include_ksm=not opts["no_ksm"],
             progress=stderr_progress,
+            renames=dict(opts["rename_metric"]),
         )
         self.stdout.write(
             f"wrote {opts['out']}: {stats['series']:,} series, {stats['samples']:,} samples, "

@@ -156,6 +156,30 @@ SPEC = {
     },
     # series of these GPUs never carry pod identity (unmeasured)
     "labels_lost": [["a100-mig-0", 6]],
+    # Health events (the findings' truth: tests/oracle.py expected_findings). All but the row remap failure sit
+    # in T0+19h..T0+1d+23h: mid-week in a 7-day demo, and within the last day of a 2-day one (the collection
+    # tests' window), never in the last hours the Prometheus comparisons read.
+    "health": [
+        # a100-0 GPU 6: row remapping failed (XID 64) under train-resnet; never repaired (a100-0 is cordoned later)
+        {"node": "a100-0", "gpu": 6, "xid": 64, "from": "T0+19h+30m", "until": "T0+19h+35m"},
+        {"node": "a100-0", "gpu": 6, "remap_failure": True, "from": "T0+19h+30m"},
+        # a100-mig-0 GPU 5 (reranker): one double-bit ECC error (XID 48 for one 5-minute sample), its row remapped
+        {"node": "a100-mig-0", "gpu": 5, "xid": 48, "from": "T0+1d+11h+20m", "until": "T0+1d+11h+25m"},
+        {"node": "a100-mig-0", "gpu": 5, "counter": "ecc_dbe", "increment": 1, "from": "T0+1d+11h+20m"},
+        {"node": "a100-mig-0", "gpu": 5, "counter": "remap_uncorrectable", "increment": 1, "from": "T0+1d+11h+20m"},
+        # a100-mig-0 GPU 4 (reranker): rows remapped for correctable errors: healthy, no finding
+        {"node": "a100-mig-0", "gpu": 4, "counter": "remap_correctable", "increment": 2, "from": "T0+1d+13h+40m"},
+        # h100-train-2 GPU 7 under embed-shards' shard 1: XID 79 (fell off the bus) for an hour, then no series
+        # at all for 5 h while the node stays Ready (the shard hangs on it 2 h more, then fails)
+        {"node": "h100-train-2", "gpu": 7, "xid": 79, "from": "T0+1d+14h", "until": "T0+1d+15h"},
+        {"node": "h100-train-2", "gpu": 7, "vanish": True, "from": "T0+1d+15h", "until": "T0+1d+20h"},
+        # l4-0 GPU 3: busy for 4 h with no pod holding it (a process outside the device plugin's accounting)
+        {"node": "l4-0", "gpu": 3, "rogue": True, "from": "T0+1d+9h", "until": "T0+1d+13h"},
+        # h100-train-0 (llm-pretrain rank 0): 3 h of HW power brake. (h100-train-1, rank 1, is thermally
+        # throttled while llm-pretrain holds it: train_throttled.)
+        *({"node": "h100-train-0", "gpu": g, "clock_events": ["hw_slowdown", "hw_power_brake"],
+           "from": "T0+1d+16h", "until": "T0+1d+19h"} for g in range(8)),
+    ],
     "workloads": [
         # ---------------------------------------------------------------- training (distributed, research-cq)
         {
@@ -253,7 +277,8 @@ SPEC = {
             "kind": "pod", "namespace": "llm-serving", "name": "llama-70b-{rs:llama}-{h5:llama,i}", "node": "a100-0",
             "start": "T0-3d", "gpus": {"nvidia.com/gpu": 2}, "act": "infer",
             "replicas": [{"units": {"whole": [0, 1]}}, {"units": {"whole": [2, 3]}}],
-            "owner": ["ReplicaSet", "llama-70b-{rs:llama}"], "container": "vllm", "image": IMG_SERVE,
+            "owner": ["ReplicaSet", "llama-70b-{rs:llama}", "Deployment", "llama-70b"],
+            "container": "vllm", "image": IMG_SERVE,
             "labels": {"app": "llama-70b", "pod-template-hash": "{rs:llama}"}, "cpu": "24", "memory": "256Gi",
             "workload": {
                 "namespace": "llm-serving", "name": "pod-{pod}-{h5:llamaw,i}", "queue": "serving-lq",
@@ -279,13 +304,15 @@ SPEC = {
             "kind": "pod", "namespace": "llm-serving", "name": "embedder-{rs:embedder}-{h5:emb,i}",
             "node": "a100-mig-0", "start": "T0-5d", "gpus": {"nvidia.com/mig-1g.10gb": 1}, "act": "infer",
             "replicas": [{"units": {"mig": [0, [8]]}}, {"units": {"mig": [0, [9]]}}, {"units": {"mig": [0, [10]]}}],
-            "owner": ["ReplicaSet", "embedder-{rs:embedder}"], "container": "server", "image": IMG_TRITON,
+            "owner": ["ReplicaSet", "embedder-{rs:embedder}", "Deployment", "embedder"],
+            "container": "server", "image": IMG_TRITON,
             "labels": {"app": "embedder", "pod-template-hash": "{rs:embedder}"}, "cpu": "4", "memory": "16Gi",
         },
         {
             "kind": "pod", "namespace": "llm-serving", "name": "whisper-{rs:wh}-{h5:wh}", "node": "a100-mig-0",
             "start": "T0-1d", "gpus": {"nvidia.com/mig-3g.40gb": 1}, "units": {"mig": [1, [2]]}, "act": "infer",
-            "owner": ["ReplicaSet", "whisper-{rs:wh}"], "container": "server", "image": IMG_TRITON,
+            "owner": ["ReplicaSet", "whisper-{rs:wh}", "Deployment", "whisper"],
+            "container": "server", "image": IMG_TRITON,
             "labels": {"app": "whisper"},
         },
         {
@@ -302,13 +329,15 @@ SPEC = {
         {
             "kind": "pod", "namespace": "llm-serving", "name": "mixtral-{rs:mx}-{h5:mx}", "node": "a100-mig-0",
             "start": "T0-2d", "gpus": {"nvidia.com/mig-7g.80gb": 1}, "units": {"mig": [3, [0]]}, "act": "infer",
-            "owner": ["ReplicaSet", "mixtral-{rs:mx}"], "container": "vllm", "image": IMG_SERVE,
+            "owner": ["ReplicaSet", "mixtral-{rs:mx}", "Deployment", "mixtral"],
+            "container": "vllm", "image": IMG_SERVE,
             "labels": {"app": "mixtral"},
         },
         {
             "kind": "pod", "namespace": "llm-serving", "name": "reranker-{rs:rr}-{h5:rr}", "node": "a100-mig-0",
             "start": "T0-4d", "gpus": {"nvidia.com/gpu": 2}, "units": {"whole": [4, 5]}, "act": "infer",
-            "owner": ["ReplicaSet", "reranker-{rs:rr}"], "container": "server", "image": IMG_TRITON,
+            "owner": ["ReplicaSet", "reranker-{rs:rr}", "Deployment", "reranker"],
+            "container": "server", "image": IMG_TRITON,
             "labels": {"app": "reranker"},
         },
         # on GPU 6, whose series lost their pod labels: unmeasured
@@ -329,7 +358,8 @@ SPEC = {
             "kind": "pod", "namespace": "llm-serving", "name": "tts-{rs:tts}-{h5:tts,i}", "node": "h100-mig-0",
             "start": "T0-6d", "gpus": {"nvidia.com/mig-3g.40gb": 1}, "act": "infer",
             "replicas": [{"units": {"mig": [0, [2]]}}, {"units": {"mig": [1, [2]]}}, {"units": {"mig": [2, [2]]}}],
-            "owner": ["ReplicaSet", "tts-{rs:tts}"], "container": "server", "image": IMG_TRITON,
+            "owner": ["ReplicaSet", "tts-{rs:tts}", "Deployment", "tts"],
+            "container": "server", "image": IMG_TRITON,
             "labels": {"app": "tts"},
         },
         {
@@ -348,7 +378,8 @@ SPEC = {
             "kind": "pod", "namespace": "llm-serving", "name": "asr-{rs:asr}-{h5:asr,i}", "node": "l4-0",
             "start": "T0-1d", "gpus": {"nvidia.com/gpu": 1}, "act": "infer",
             "replicas": [{"units": {"whole": [0]}}, {"units": {"whole": [1]}}],
-            "owner": ["ReplicaSet", "asr-{rs:asr}"], "container": "server", "image": IMG_TRITON,
+            "owner": ["ReplicaSet", "asr-{rs:asr}", "Deployment", "asr"],
+            "container": "server", "image": IMG_TRITON,
             "labels": {"app": "asr", "pod-template-hash": "{rs:asr}"}, "cpu": "8", "memory": "32Gi",
         },
         {
@@ -380,7 +411,8 @@ SPEC = {
             "kind": "pod", "namespace": "llm-serving", "name": "chat-small-{rs:chat}-{h5:chat,i}", "node": "l4-ts-0",
             "start": "T0-2d", "gpus": {"nvidia.com/gpu": 1}, "act": "infer",
             "replicas": [{"units": {"ts": gr}} for gr in ([0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [3, 0])],
-            "owner": ["ReplicaSet", "chat-small-{rs:chat}"], "container": "server", "image": IMG_SERVE,
+            "owner": ["ReplicaSet", "chat-small-{rs:chat}", "Deployment", "chat-small"],
+            "container": "server", "image": IMG_SERVE,
             "labels": {"app": "chat-small", "pod-template-hash": "{rs:chat}"}, "cpu": "4", "memory": "16Gi",
         },
         {
@@ -393,7 +425,8 @@ SPEC = {
         {
             "kind": "pod", "namespace": "batch", "name": "thumbs-{n:03}-{h5:th,n}", "node": "l4-ts-0",
             "gpus": {"nvidia.com/gpu": 1}, "units": {"ts": [3, 1]}, "act": "batch", "end_phase": "Succeeded",
-            "owner": ["Job", "thumbs-{n:03}"], "labels": {"job-name": "thumbs-{n:03}"}, "cpu": "2", "memory": "8Gi",
+            "owner": ["Job", "thumbs-{n:03}", "CronJob", "thumbs"], "labels": {"job-name": "thumbs-{n:03}"},
+            "cpu": "2", "memory": "8Gi",
             "stream": {"from": "T0+1h", "starts_before": "T1-3h", "hours": [1, 3], "gap_hours": [2, 8]},
         },
         # ---------------------------------------------------------------- l4-shared-0 (nvidia.com/gpu.shared)
@@ -401,8 +434,55 @@ SPEC = {
             "kind": "pod", "namespace": "sandbox", "name": "demo-app-{rs:demo}-{h5:demo,i}", "node": "l4-shared-0",
             "start": "T0-1d", "gpus": {"nvidia.com/gpu.shared": 1}, "act": "infer",
             "replicas": [{"units": {"ts": gr}} for gr in ([0, 0], [0, 1], [1, 0])],
-            "owner": ["ReplicaSet", "demo-app-{rs:demo}"], "container": "app", "labels": {"app": "demo-app"},
+            "owner": ["ReplicaSet", "demo-app-{rs:demo}", "Deployment", "demo-app"],
+            "container": "app", "labels": {"app": "demo-app"},
             "cpu": "2", "memory": "8Gi",
+        },
+            # ---------------------------------------------------------------- owners of every kind, health stories
+        # (appended: pod positions feed the activity model, so the pods above keep their activity)
+        # A PyTorchJob on h100-train-3 (2 pods x 4 GPUs): its worker's third GPU straggles at ~40 % for 5 h
+        # while the seven others run at ~90 %.
+        {
+            "kind": "pod", "namespace": "ml-training", "node": "h100-train-3", "gpus": {"nvidia.com/gpu": 4},
+            "start": "T0+1d+8h", "finish": "T0+1d+23h", "end_phase": "Succeeded", "act": "train_fast",
+            "owner": ["PyTorchJob", "llama-sft"], "container": "pytorch", "cpu": "48", "memory": "512Gi",
+            "replicas": [
+                {"name": "llama-sft-master-0", "units": {"whole": [0, 1, 2, 3]},
+                 "labels": {"training.kubeflow.org/job-name": "llama-sft",
+                            "training.kubeflow.org/operator-name": "pytorchjob-controller",
+                            "training.kubeflow.org/replica-type": "master",
+                            "training.kubeflow.org/replica-index": "0",
+                            "training.kubeflow.org/job-role": "master"}},
+                {"name": "llama-sft-worker-0", "units": {"whole": [4, 5, 6, 7]},
+                 "labels": {"training.kubeflow.org/job-name": "llama-sft",
+                            "training.kubeflow.org/operator-name": "pytorchjob-controller",
+                            "training.kubeflow.org/replica-type": "worker",
+                            "training.kubeflow.org/replica-index": "0"},
+                 "overrides": [{"unit": 2, "from": "T0+1d+12h", "until": "T0+1d+17h", "act": "straggler"}]},
+            ],
+        },
+        # A JobSet of two 1-GPU Jobs on h100-train-2; shard 1 runs on the GPU that falls off the bus (health).
+        {
+            "kind": "pod", "namespace": "batch", "name": "embed-shards-shard-{i}-0-{h5:es,i}", "node": "h100-train-2",
+            "gpus": {"nvidia.com/gpu": 1}, "start": "T0+1d+10h", "act": "batch",
+            "owner": ["Job", "embed-shards-shard-{i}", "JobSet", "embed-shards"], "cpu": "8", "memory": "64Gi",
+            "labels": {"jobset.sigs.k8s.io/jobset-name": "embed-shards",
+                       "jobset.sigs.k8s.io/replicatedjob-name": "shard", "jobset.sigs.k8s.io/job-index": "{i}",
+                       "batch.kubernetes.io/job-name": "embed-shards-shard-{i}", "job-name": "embed-shards-shard-{i}",
+                       "batch.kubernetes.io/job-completion-index": "0"},
+            "replicas": [
+                {"units": {"whole": [6]}, "finish": "T0+1d+18h", "end_phase": "Succeeded"},
+                {"units": {"whole": [7]}, "finish": "T0+1d+17h", "end_phase": "Failed"},
+            ],
+        },
+        # A notebook that keeps a model in GPU memory (~45 GiB) and computes nothing for 11 h: idle-held.
+        {
+            "kind": "pod", "namespace": "notebooks", "name": "jupyter-hana-0", "node": "h100-train-2",
+            "start": "T0+1d+6h", "gpus": {"nvidia.com/gpu": 1}, "units": {"whole": [5]}, "act": "notebook_held",
+            "active_until": "T0+1d+9h", "deleted": "T0+1d+20h", "deleted_running": True,
+            "owner": ["StatefulSet", "jupyter-hana"], "container": "notebook", "image": IMG_NB,
+            "labels": {"app": "jupyter", "hub.jupyter.org/username": "hana",
+                       "statefulset.kubernetes.io/pod-name": "jupyter-hana-0"},
         },
     ],
 }

@@ -1,0 +1,153 @@
+"""A page section: a chart (optional), the table behind it and its CSV, all made from one list of rows, so the
+three cannot disagree (reference §4.2: "emit the table in the same template as the chart, from the same
+queryset"). Pure: no queries, no templates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from apps.common.csvfile import csv_bytes
+from apps.reports.templatetags.reportfmt import DASH, arrow, gpuh, ratio_pct, signed_pct, signed_usd, usd
+
+# Column kinds: how a value is shown (templatetags/dashfmt.py `cell`) and written to CSV.
+KINDS = ("text", "gpuh", "usd", "ratio", "activity", "coverage", "int", "gpus", "datetime", "date", "seconds",
+         "signed_usd", "signed_pct")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str  # with its unit: "Cost (USD)", "Idle in allocations (GPU-h)"
+    kind: str = "text"
+    term: str = ""  # glossary anchor (/glossary/#<term>)
+    sortable: bool = False
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind not in ("text", "datetime", "date")
+
+
+@dataclass
+class Block:
+    """One section of a page: an active title stating the finding, maybe a chart, its table and CSV."""
+
+    id: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    figure: dict | None = None
+    totals: dict[str, Any] | None = None
+    note: str = ""  # method footnote (signal, price card, idle rule)
+    empty: str = ""  # what an empty table means here
+    term: str = ""  # glossary anchor of the title
+    aria: str = ""  # text alternative of the chart
+    open: bool = False  # the table shown (not folded under the chart)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def body(self) -> list[SafeString]:
+        """The table's rows as HTML (escaped here: tenants write names): built in Python, since a template loop
+        over thousands of cells costs more than the page's queries."""
+        return [row_html(self.columns, r) for r in self.rows]
+
+    @cached_property
+    def foot(self) -> SafeString:
+        return row_html(self.columns, self.totals, foot=True) if self.totals is not None else mark_safe("")
+
+    def csv(self) -> bytes:
+        """Exactly the table's rows and columns (headers as on the screen) and its totals row, at the API's
+        precision: GPU-hours to a millionth, money exact to the micro-dollar, ratios in percent."""
+        header = [c.label for c in self.columns]
+        rows: list[Sequence[object]] = [[csv_value(r.get(c.key), c.kind) for c in self.columns] for r in self.rows]
+        if self.totals is not None:
+            rows.append([csv_value(self.totals.get(c.key), c.kind) for c in self.columns])
+        return csv_bytes(header, rows)
+
+
+def csv_value(value: Any, kind: str) -> object:
+    if value is None:
+        return None
+    if kind in ("ratio", "activity", "coverage"):
+        return round(float(value) * 100, 4)
+    if kind in ("usd", "signed_usd"):
+        return value if isinstance(value, Decimal) else Decimal(str(value))
+    if kind == "signed_pct":
+        return value if value == "new" else Decimal(str(value))
+    if kind in ("gpuh", "gpus"):
+        return round(float(value), 6)
+    if kind == "datetime" and isinstance(value, datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if kind == "date" and isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+
+def _duration(seconds: float) -> str:
+    seconds = float(seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def format_cell(value: Any, kind: str = "text") -> str:
+    """A value as the screen shows it (reference §4.3): money at 2 dp and GPU-hours at 1 dp with thousands
+    separators, ratios in percent at 1 dp, activity that was not measured as "not measured" (never 0 %), signed
+    changes with an arrow and a sign, times ISO 8601 UTC."""
+    if kind == "activity":
+        return "not measured" if value is None else ratio_pct(value)
+    if value is None or value == "":
+        return DASH
+    if kind == "gpuh":
+        return gpuh(value)
+    if kind == "usd":
+        return usd(value)
+    if kind in ("ratio", "coverage"):
+        return ratio_pct(value)
+    if kind == "signed_usd":
+        return f"{arrow(value)} {signed_usd(value)}".strip()
+    if kind == "signed_pct":
+        return signed_pct(value)
+    if kind == "int":
+        return f"{int(value):,}"
+    if kind == "gpus":
+        return f"{float(value):,.2f}".rstrip("0").rstrip(".")
+    if kind == "seconds":
+        return _duration(value)
+    if kind == "datetime" and isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if kind == "date" and isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+ROW_CLASSES = {"unallocated": "platform", "unassigned": "unassigned"}
+
+
+def row_html(columns: Sequence[Column], row: dict[str, Any], *, foot: bool = False) -> SafeString:
+    """One `<tr>`: the first cell a row header (linked down when the row has an `href`), numbers right-aligned."""
+    cells = []
+    for i, c in enumerate(columns):
+        value = row.get(c.key)
+        text = "" if foot and value is None and c.kind != "activity" and i else format_cell(value, c.kind)
+        if i == 0:
+            text = text if value is not None or not foot else "Total"
+            href = row.get("href") if not foot else None
+            inner = format_html('<a href="{}">{}</a>', href, text) if href else escape(text)
+            cells.append(format_html('<th scope="row">{}</th>', inner))
+        else:
+            cells.append(format_html('<td class="num">{}</td>' if c.numeric else "<td>{}</td>", text))
+    cls = ROW_CLASSES.get(row.get("kind", ""), "")
+    return format_html("<tr{}>{}</tr>", format_html(' class="{}"', cls) if cls else "", mark_safe("".join(cells)))

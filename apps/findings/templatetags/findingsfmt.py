@@ -1,0 +1,72 @@
+"""Formats of the findings page, e-mails and counts include: USD at 2 dp and GPU-hours at 1 dp with thousands
+separators, times ISO 8601 UTC, and one line of detail per kind."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def usd(value) -> str:
+    if value is None or value == "":
+        return "—"
+    return f"{Decimal(str(value)).quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):,}"
+
+
+@register.filter
+def gpuh(value) -> str:
+    if value is None or value == "":
+        return "—"
+    return f"{float(value):,.1f}"
+
+
+@register.filter
+def pct(value) -> str:
+    return "—" if value is None else f"{float(value):.1%}"
+
+
+@register.filter
+def utc(value) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M")
+
+
+@register.filter
+def kind_label(kind: str) -> str:
+    return str(kind).replace("_", " ")
+
+
+@register.filter
+def summary(f) -> str:
+    """One line about a finding's detail (the API has all of it)."""
+    d = f.detail or {}
+    if f.kind in ("idle_allocation", "idle_held"):
+        line = f"activity {float(d.get('activity', 0)):.1%}"
+        if "fb_used_mib" in d:
+            line += f", {float(d['fb_used_mib']):,.0f} MiB of framebuffer in use"
+        return line
+    if f.kind == "straggler":
+        return (f"slowest GPU {d.get('slowest_gpu', '')} at {float(d.get('slowest', 0)):.0%} vs median "
+                f"{float(d.get('median', 0)):.0%} ({d.get('units', '?')} GPUs)")
+    if f.kind == "unhealthy_gpu":
+        reason = d.get("reason", "")
+        extra = {"xid": lambda: "XID " + ", ".join(str(c) for c in d.get("xid_codes", [])),
+                 "throttle": lambda: "throttled: " + ", ".join(d.get("reasons", [])),
+                 "remap": lambda: "row remap failed" if d.get("row_remap_failure") else "rows remapped",
+                 "ecc": lambda: f"{d.get('ecc_dbe', 0):g} double-bit ECC errors",
+                 "vanished": lambda: "no DCGM series while its node is up"}.get(reason, lambda: reason)()
+        return f"{extra}; infra loss {float(f.allocated_gpu_hours):,.1f} GPU-h held"
+    if f.kind == "unattributed_activity":
+        return f"activity {float(d.get('activity', 0)):.0%} with no pod holding it"
+    if f.kind == "zero_allocatable_node":
+        return f"{d.get('physical_gpus', '?')} GPUs, none allocatable (device plugin not registered?)"
+    if f.kind == "borrowed_idle":
+        return f"borrowed {float(d.get('borrowed_gpu_hours', 0)):,.1f} GPU-h while idle"
+    if f.kind == "missing_signal":
+        return f"{d.get('reason', '')}: enable {d.get('metric', '')} ({d.get('fix', '')})"
+    if f.kind == "team_label_rejected":
+        return f"label {d.get('label', '')!r} not obeyed ({d.get('reason', '')}); charged to {d.get('charged_to', '')}"
+    return ""

@@ -1,0 +1,91 @@
+"""The findings page (`/findings/`) and the opt-out link of the findings e-mails. Views call selectors only."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from apps.accounts.selectors import visible_team_names
+from apps.inventory.models import Team
+from apps.inventory.selectors import visible_clusters
+
+from .notifications import opt_out, read_opt_out_token
+from .selectors import KINDS, counts_for, finding_list
+
+PERIODS = (1, 7, 30)
+MAX_ROWS = 500
+
+
+def _text(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value[:253] if value and value.isprintable() else None
+
+
+def workload_link(f) -> str:
+    """The dashboard's workload page when it has one, else the usage API for that workload's pods."""
+    if f.workload and f.namespace:
+        try:
+            return reverse("dashboard:workload", args=[f.cluster.name, f.namespace, f.workload])
+        except NoReverseMatch:
+            pass
+        return (f"/api/v1/usage/?group_by=pod&cluster={f.cluster.name}&namespace={f.namespace}"
+                f"&workload={f.workload}&start={f.start:%Y-%m-%dT%H:00:00Z}")
+    return ""
+
+
+@login_required
+def findings_page(request: HttpRequest) -> HttpResponse:
+    """Findings the user may see over the last 1/7/30 days, filtered by kind, cluster, team and node; their
+    counts and the infra loss next to each team's charge."""
+    teams = visible_team_names(request.user)
+    get = request.GET
+    errors = []
+    days = int(get.get("days", "7")) if get.get("days", "7") in {str(d) for d in PERIODS} else 7
+    kind = get.get("kind") or None
+    if kind is not None and kind not in KINDS:
+        errors.append(f"Unknown kind {kind[:40]!r}: showing every kind.")
+        kind = None
+    cluster, team, node = _text(get.get("cluster")), _text(get.get("team")), _text(get.get("node"))
+    ongoing = {"1": True, "0": False}.get(get.get("ongoing", ""))
+    end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start = end - timedelta(days=days)
+    rows = list(finding_list(visible_teams=teams, start=start, end=end, kinds=[kind] if kind else (),
+                             clusters=[cluster] if cluster else (), teams=[team] if team else (),
+                             nodes=[node] if node else (), ongoing=ongoing)[: MAX_ROWS + 1])
+    for f in rows:
+        f.workload_link = workload_link(f)
+    counts = counts_for(visible_teams=teams, start=start, end=end, team=team, cluster=cluster, charges=True)
+    team_names = Team.objects.order_by("name").values_list("name", flat=True)
+    if teams is not None:
+        team_names = team_names.filter(name__in=sorted(teams))
+    return render(request, "findings/index.html", {
+        "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS, "counts": counts, "finding_counts": counts,
+        "kinds": KINDS, "kind": kind, "cluster": cluster, "team": team, "node": node, "days": days,
+        "periods": PERIODS, "ongoing": get.get("ongoing", ""), "errors": errors, "start": start, "end": end,
+        "clusters": list(visible_clusters(visible_teams=teams).values_list("name", flat=True)),
+        "teams": list(team_names), "sees_all": teams is None,
+    })
+
+
+@csrf_exempt  # the one-click unsubscribe POST (RFC 8058) comes from a mail client, with the signed token only
+def opt_out_view(request: HttpRequest, token: str) -> HttpResponse:
+    """GET: what the link does; POST: stop the findings e-mails (for the team named in the link, or every team)."""
+    data = read_opt_out_token(token)
+    if data is None:
+        raise Http404("invalid link")
+    user = get_user_model().objects.filter(pk=data[0]).first()
+    if user is None:
+        raise Http404("invalid link")
+    team = Team.objects.filter(name=data[1]).first() if data[1] else None
+    done = False
+    if request.method == "POST":
+        opt_out(user, team)
+        done = True
+    return render(request, "findings/opt_out.html", {"team": team, "done": done, "person": user.get_username()})

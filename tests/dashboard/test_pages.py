@@ -1,0 +1,257 @@
+"""Every dashboard page over the demo, through the Django test client: what each person may see, bad input, the
+CSV behind each table, query-count guards, and the figures equal to the API's."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import re
+from decimal import Decimal
+
+import pytest
+
+from apps.dashboard.tables import format_cell
+
+PAGES = ["/", "/workloads/", "/workloads/?sort=cost&order=asc", "/queues/", "/teams/", "/capacity/", "/data-status/",
+         "/glossary/", "/?period={week}", "/?period={month}", "/workloads/?days=30", "/queues/?days=1"]
+# The most queries each page may make (any demo size: no page grows with the number of rows).
+MAX_QUERIES = {"/": 45, "/workloads/": 20, "/queues/": 55, "/teams/": 30, "/capacity/": 25, "/data-status/": 15,
+               "/fleet/": 35, "/glossary/": 5, "workload": 40}
+
+
+def _fill(path: str) -> str:
+    from django.utils import timezone
+
+    from apps.reports.periods import month, week
+
+    now = timezone.now()
+    return path.format(week=week(now).label, month=month(now).label)
+
+
+def other_teams_names(team: str) -> set[str]:
+    """Namespaces and workload names of every other team in the demo (none may appear on the team's pages)."""
+    from apps.usage.models import PodHour
+
+    mine = set(PodHour.objects.filter(team=team).values_list("namespace", flat=True))
+    names = set()
+    for namespace, workload in PodHour.objects.exclude(team=team).values_list("namespace", "workload").distinct():
+        if namespace not in mine:
+            names.add(namespace)
+        names.add(workload.split("/", 1)[-1])
+    return {n for n in names if len(n) > 4}
+
+
+def top_workload_url(client) -> str:
+    body = client.get("/workloads/").content.decode()
+    return re.search(r'<tbody>\s*<tr><th scope="row"><a href="([^"]+)"', body).group(1).replace("&amp;", "&")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_team_member_sees_only_their_teams_on_every_page(as_user, path):
+    lead = as_user("lead")
+    response = lead.get(_fill(path))
+    assert response.status_code == 200, path
+    body = response.content.decode()
+    for name in other_teams_names("research"):
+        assert name not in body, (path, name)
+    if path.startswith("/workloads/") or path == "/":
+        assert "research" in body
+
+
+def test_a_team_members_workload_pages_and_csvs_carry_only_their_rows(as_user):
+    lead = as_user("lead")
+    url = top_workload_url(lead)
+    body = lead.get(url).content.decode()
+    for name in other_teams_names("research"):
+        assert name not in body
+    for path in ("/?csv=top-idle", "/workloads/?csv=workloads", "/workloads/?format=csv", "/teams/?csv=showback",
+                 url + "&csv=pods", "/queues/?csv=queues", "/queues/?csv=paradox"):
+        response = lead.get(path)
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv"), path
+        rows = list(csv.reader(io.StringIO(response.content.decode())))
+        teams_col = rows[0].index("Team") if "Team" in rows[0] else None
+        if teams_col is not None:
+            assert {r[teams_col] for r in rows[1:-1]} <= {"research", ""}, path
+        text = response.content.decode()
+        for name in other_teams_names("research"):
+            assert name not in text, (path, name)
+
+
+def test_another_teams_workload_is_not_found_and_the_fleet_is_not_visible_to_a_team_lead(as_user):
+    from apps.usage.models import PodHour
+
+    other = PodHour.objects.filter(team="serving").values("cluster__name", "namespace", "workload").first()
+    url = f"/workloads/{other['cluster__name']}/{other['namespace']}/{other['workload']}/"
+    assert as_user("lead").get(url).status_code == 404  # not "it exists but is not yours"
+    assert as_user("fin").get(url).status_code == 200
+    fleet = as_user("lead").get("/fleet/")
+    assert fleet.status_code == 403 and "Not visible to you" in fleet.content.decode()
+    assert "research" in fleet.content.decode()  # what they can see instead
+    assert as_user("fin").get("/fleet/").status_code == 200
+
+
+def test_a_person_on_no_team_is_told_so_not_shown_zeros(as_user):
+    body = as_user("nobody").get("/workloads/").content.decode()
+    assert "you are not on any team yet" in body
+    assert "manage.py add_team_member" in body
+
+
+def test_asking_for_another_teams_rows_says_it_is_not_visible(as_user):
+    body = html.unescape(as_user("lead").get("/?team=serving").content.decode())
+    assert "Team serving is not visible to you (you can see: research)" in body
+    assert "llm-serving" not in body
+
+
+def test_the_queues_page_tells_a_lead_without_queues_they_exist_but_are_not_theirs(as_user):
+    from django.utils import timezone
+
+    from apps.inventory.models import Cluster, ClusterTeam
+    from apps.inventory.services import record_teams
+
+    body = html.unescape(as_user("outsider").get("/queues/").content.decode())
+    assert "None yet: your teams have not appeared in any cluster" in body  # vision has no hour in the demo day
+    record_teams(Cluster.objects.get(name="sim-demo"), ["vision"], timezone.now())  # now it has (no LocalQueue)
+    try:
+        body = html.unescape(as_user("outsider").get("/queues/").content.decode())
+    finally:
+        ClusterTeam.objects.filter(team__name="vision").delete()
+    assert "No Kueue ClusterQueues seen" not in body
+    assert "but none has a LocalQueue in your teams' namespaces: not visible to you" in body
+    lead = as_user("lead").get("/queues/").content.decode()
+    assert "research-cq" in lead and "serving-cq" not in lead and "data-cq" not in lead
+    assert "GPU-hours waited" in lead and "Is the quota the bottleneck, or the fleet?" in lead
+
+
+@pytest.mark.parametrize("query, message", [
+    ("days=abc", "days must be a whole number"),
+    ("days=0", "days must be a whole number"),
+    ("period=2026-W60", "is not an ISO week"),
+    ("period=yesterday", "a period is an ISO week"),
+    ("start=2026-13-45&end=2026-12-01", "Custom range"),
+    ("start=2026-11-20", "needs both a start and an end"),
+    ("start=2026-11-20T10:30:00Z&end=2026-11-21", "whole hours"),
+    ("start=2026-11-22&end=2026-11-20", "must be after its start"),
+    ("start=2020-01-01&end=2026-01-01", "at most 400 days"),
+    ("signal=sm_hype", "Unknown signal"),
+    ("cluster=" + "x" * 300, "At most 253 characters"),
+    ("namespace=a%00b", "Control characters"),
+    ("cluster=no-such-cluster", "No GPU-hours match cluster no-such-cluster"),
+    ("sort=password", "Unknown sort column"),
+    ("busy_below=200", "busy_below must be"),
+])
+def test_bad_input_is_explained_on_the_page_never_a_500(as_user, query, message):
+    for path in ("/", "/workloads/", "/queues/", "/teams/", "/fleet/", "/capacity/"):
+        response = as_user("fin").get(f"{path}?{query}")
+        assert response.status_code == 200, (path, query)
+        if path == "/workloads/" or "sort" not in query and "busy_below" not in query:
+            assert message in html.unescape(response.content.decode()), (path, query)
+
+
+def test_the_workloads_table_and_its_csv_are_the_apis_rows(as_user):
+    fin = as_user("fin")
+    page = fin.get("/workloads/")
+    start, end = re.search(r'data-start="([^"]+)" data-end="([^"]+)"', page.content.decode()).groups()
+    api = fin.get("/api/v1/usage/", {"start": start, "end": end, "group_by": "team,cluster,workload"}).json()
+    rows = list(csv.reader(io.StringIO(fin.get("/workloads/?format=csv").content.decode())))
+    header, body, total = rows[0], rows[1:-1], rows[-1]
+    assert header[:4] == ["Workload", "Namespace", "Team", "Cluster"]
+    assert len(body) == len(api["results"])
+    by_key = {(r["team"], r["namespace"], r["workload"]): r for r in api["results"]}
+    for r in body:
+        a = by_key[(r[2], r[1], r[0])]
+        assert Decimal(r[header.index("Cost (USD)")]) == Decimal(str(a["cost"]))
+        assert Decimal(r[header.index("Idle cost (USD)")]) == Decimal(str(a["idle_cost"]))
+        assert float(r[header.index("Allocated (GPU-h)")]) == pytest.approx(a["allocated_gpu_hours"], abs=1e-6)
+    idle = [Decimal(r[header.index("Idle cost (USD)")]) for r in body]
+    assert idle == sorted(idle, reverse=True)  # the screen's default order
+    assert Decimal(total[header.index("Cost (USD)")]) == Decimal(str(api["totals"]["cost"]))
+
+
+def test_every_table_has_a_csv_of_exactly_its_rows(as_user):
+    fin = as_user("fin")
+    for path in ("/", "/fleet/", "/teams/", "/queues/", top_workload_url(fin)):
+        body = fin.get(path).content.decode()
+        blocks = re.findall(r'href="\?[^"]*csv=([a-z-]+)"', body)
+        assert blocks, path
+        for block in blocks:
+            sep = "&" if "?" in path else "?"
+            response = fin.get(f"{path}{sep}csv={block}")
+            assert response.status_code == 200, (path, block)
+            rows = list(csv.reader(io.StringIO(response.content.decode())))
+            # As many rows as the table (plus its header, plus its totals row when it has one).
+            section = body[body.index(f'id="{block}"'):]
+            section = section[:section.index("</table>")]
+            shown = section.count("<tr") - 1 - section.count('class="empty"')
+            assert len(rows) - 1 == shown, (path, block)
+
+
+def test_the_showback_rows_add_up_to_the_capacity_cost(as_user):
+    fin = as_user("fin")
+    rows = list(csv.reader(io.StringIO(fin.get("/teams/?csv=showback").content.decode())))
+    header, body, total = rows[0], rows[1:-1], rows[-1]
+    cost = header.index("Cost (USD)")
+    names = [r[0] for r in body]
+    assert "unassigned" in names and names[-1] == "Unallocated capacity (platform)"
+    assert sum(Decimal(r[cost]) for r in body) == Decimal(total[cost])
+    page = fin.get("/teams/").content.decode()
+    start, end = re.search(r'data-start="([^"]+)" data-end="([^"]+)"', page).groups()
+    api = fin.get("/api/v1/usage/", {"start": start, "end": end, "group_by": "team"}).json()
+    assert Decimal(total[cost]) == Decimal(str(api["capacity"]["capacity_cost"])).quantize(Decimal("0.01"))
+    assert format_cell(Decimal(total[cost]), "usd") in page
+
+
+def test_the_fleet_names_both_kinds_of_idle_and_reconciles(as_user):
+    body = as_user("fin").get("/fleet/").content.decode()
+    assert "Unallocated capacity (USD)" in body and "Idle in allocations (USD)" in body
+    assert "✓ reconciles" in body
+    assert "platform-owned" in body and "team-owned" in body
+
+
+def test_activity_that_was_not_measured_is_never_shown_as_zero(as_user):
+    from apps.usage.models import PodHour
+
+    unmeasured = (PodHour.objects.filter(working_sm_active=0, idle_sm_active=0).values("team", "namespace",
+                                                                                      "workload").first())
+    if unmeasured is None:
+        pytest.skip("the demo has no fully unmeasured workload")
+    page = as_user("fin").get("/workloads/?busy_below=100").content.decode()
+    assert "not measured" in as_user("fin").get("/workloads/").content.decode()
+    assert "0.0 %" not in page.split(unmeasured["workload"])[0][-10:]
+
+
+@pytest.mark.parametrize("who", ["lead", "fin"])
+@pytest.mark.parametrize("page", list(MAX_QUERIES))
+def test_no_page_grows_n_plus_one_queries(as_user, who, page, django_assert_max_num_queries):
+    client = as_user(who)
+    path = top_workload_url(client) if page == "workload" else page
+    client.get(path)  # the session, the cache and the first-use lookups
+    from django.core.cache import cache
+
+    cache.clear()  # a cold answer cache: every usage answer is computed
+    with django_assert_max_num_queries(MAX_QUERIES[page]):
+        response = client.get(path)
+    assert response.status_code in (200, 403)
+
+
+def test_the_glossary_defines_every_term_the_pages_link_to(as_user):
+    glossary = as_user("fin").get("/glossary/").content.decode()
+    anchors = set(re.findall(r'<dt id="([a-z-]+)"', glossary))
+    fin = as_user("fin")
+    for path in ("/", "/workloads/", "/queues/", "/teams/", "/fleet/", top_workload_url(fin)):
+        for term in re.findall(r'/glossary/#([a-z-]+)"', fin.get(path).content.decode()):
+            assert term in anchors, (path, term)
+
+
+def test_periods_are_iso_weeks_months_days_or_a_range_and_links_keep_them(as_user):
+    lead = as_user("lead")
+    body = lead.get("/?period=2026-W48&namespace=ml-training").content.decode()
+    assert "2026-11-23 – 2026-11-30 UTC" in body
+    assert 'href="/workloads/?period=2026-W48&amp;namespace=ml-training"' in body
+    assert "4-week avg" in body or "no data for 2026-W47" in body
+    body = lead.get("/?period=2026-11").content.decode()
+    assert "2026-11-01 – 2026-12-01 UTC" in body
+    body = lead.get("/?start=2026-11-20&end=2026-11-27").content.decode()
+    assert "2026-11-20 – 2026-11-27 UTC" in body and "Charts by day" in body
+    body = lead.get("/?days=2").content.decode()
+    assert "last 2 days" in body and "Charts by hour" in body
