@@ -14,8 +14,6 @@ from django.contrib.auth.decorators import login_required
 from django.db import connections
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.template import TemplateDoesNotExist
-from django.template.loader import select_template
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -25,22 +23,22 @@ from apps.capacity.selectors import fragmentation_at, fragmentation_range, pendi
 from apps.dashboard import charts, selectors
 from apps.dashboard.scope import FILTER_LABELS, SIGNAL_NAMES, Scope, parse_scope, period_choices
 from apps.dashboard.tables import Block
+from apps.findings.selectors import FindingCounts, counts_for
 from apps.inventory.models import Cluster
 from apps.reports import archive as report_archive
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import clusters_missing_signal, data_status
 
 BROKER_TIMEOUT_SECONDS = 2.0
-FINDINGS_COUNTS = "findings/includes/counts.html"
 
 
-def findings_available() -> bool:
-    """Whether the findings app's counts include exists yet (an `{% include %}` of a missing template fails)."""
-    try:
-        select_template([FINDINGS_COUNTS])
-    except TemplateDoesNotExist:
-        return False
-    return True
+def _finding_counts(scope: Scope) -> FindingCounts:
+    """The findings block of the team and fleet overviews: counts and infra loss over the page's period, for what
+    the viewer sees, narrowed to the team or cluster when exactly one is chosen."""
+    teams, clusters = scope.filters.get("team", ()), scope.filters.get("cluster", ())
+    return counts_for(visible_teams=scope.visible_teams, start=scope.window.start, end=scope.window.end,
+                      team=teams[0] if len(teams) == 1 else None,
+                      cluster=clusters[0] if len(clusters) == 1 else None, charges=True)
 
 
 def _scope(request: HttpRequest, keep: tuple[str, ...] = ()) -> Scope:
@@ -77,7 +75,7 @@ def _page(request: HttpRequest, template: str, scope: Scope, context: dict[str, 
         scope=scope, window=scope.window, status=selectors.status(scope), options=opts,
         errors=[*scope.errors, *warnings], periods=period_choices(scope), crumbs=crumbs, blocks=blocks,
         figures=charts.as_script_data(figures) if figures else None, page_name=page,
-        filter_keys=FILTER_LABELS, signals=[(s, SIGNAL_NAMES[s]) for s in SIGNALS], findings=findings_available(),
+        filter_keys=FILTER_LABELS, signals=[(s, SIGNAL_NAMES[s]) for s in SIGNALS],
         window_params=list(scope.window.params),
         filter_params=[(k, v) for k, v in scope.params() if k not in ("period", "days", "start", "end")],
     )
@@ -105,7 +103,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     if scope.filters.get("team"):
         crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query(team=None)),
                   (", ".join(scope.filters["team"]), "")]
-    data.update(cluster_count=cluster_count, clusters=clusters)
+    data.update(cluster_count=cluster_count, clusters=clusters, finding_counts=_finding_counts(scope))
     return _page(request, "dashboard/overview.html", scope, data, page="overview", crumbs=crumbs,
                  blocks=data["blocks"])
 
@@ -190,6 +188,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
         response.status_code = 403
         return response
     data = selectors.fleet_page(scope)
+    data["finding_counts"] = _finding_counts(scope)
     return _page(request, "dashboard/fleet.html", scope, data, page="fleet", crumbs=crumbs, blocks=data["blocks"])
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
@@ -146,7 +147,7 @@ class FindingCounts:
     def query(self) -> str:
         """The findings page's query string for the same scope."""
         days = max(int((self.end - self.start) / timedelta(days=1)), 1)
-        return f"days={days}" + (f"&team={self.team}" if self.team else "")
+        return urlencode([("days", days), *([("team", self.team)] if self.team else [])])
 
 
 def counts_for(

@@ -124,3 +124,34 @@ def test_it_details_a_team_and_a_cluster(clients):
         "last_collected_hour": "2026-11-24T02:00:00Z",
         "node_groups": ["h100"],
     }
+
+
+@pytest.mark.parametrize("who", ["alice", "bob"])
+def test_it_lists_and_details_only_a_teams_own_findings(clients, who):
+    """The findings (here the idle allocations the ledger determines) obey the same rule as every other list."""
+    from apps.findings.models import Finding
+
+    team, _ = OWN[who]
+    other, other_cluster = OTHER[who]
+    body = clients[who].get("/api/v1/findings/").json()
+    assert body["results"] and {r["team"] for r in body["results"]} == {team}
+    for query in (f"team={other}", f"cluster={other_cluster}", "team=unassigned", f"team={team}&team={other}"):
+        rows = clients[who].get(f"/api/v1/findings/?{query}").json()["results"]
+        assert {r["team"] for r in rows} <= {team}, query
+    own = body["results"][0]["id"]
+    listed = clients["carol"].get("/api/v1/findings/?page_size=500").json()["results"]
+    foreign = [r["id"] for r in listed if r["team"] != team]
+    unlisted = Finding.objects.exclude(pk__in=[r["id"] for r in listed]).filter(team=team).first()
+    assert foreign
+    assert clients[who].get(f"/api/v1/findings/{own}/").json()["team"] == team
+    for pk in [*foreign, *([unlisted.pk] if unlisted else [])]:  # others', and runs too short to be findings
+        response = clients[who].get(f"/api/v1/findings/{pk}/")
+        assert response.status_code == 404 and other not in _text(response)
+
+
+def test_it_shows_no_findings_to_a_user_without_teams_and_all_to_finance(clients):
+    from apps.findings.models import Finding
+
+    assert clients["dave"].get("/api/v1/findings/").json()["results"] == []
+    every = {r["team"] for r in clients["carol"].get("/api/v1/findings/?page_size=500").json()["results"]}
+    assert every == set(Finding.objects.values_list("team", flat=True)) and len(every) >= 2

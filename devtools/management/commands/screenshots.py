@@ -25,12 +25,14 @@ PAGES = [
     ("lead-workload", LEAD, "{top_workload}"),
     ("lead-queues", LEAD, "/queues/"),
     ("lead-teams", LEAD, "/teams/"),
+    ("lead-findings", LEAD, "/findings/"),
     ("finance-overview", FINANCE, "/"),
     ("finance-fleet", FINANCE, "/fleet/"),
     ("finance-teams", FINANCE, "/teams/"),
     ("finance-workloads", FINANCE, "/workloads/"),
     ("finance-queues", FINANCE, "/queues/"),
     ("finance-capacity", FINANCE, "/capacity/"),
+    ("finance-findings", FINANCE, "/findings/"),
     ("finance-data-status", FINANCE, "/data-status/"),
     ("finance-reports", FINANCE, "/reports/"),
     ("glossary", FINANCE, "/glossary/"),
@@ -47,7 +49,8 @@ class Command(BaseCommand):
         parser.add_argument("--only", nargs="*", default=None, help="file names (without .png) to write")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
-        from django.test.testcases import LiveServerThread, _StaticFilesHandler
+        from django.contrib.staticfiles.handlers import StaticFilesHandler
+        from django.test.testcases import LiveServerThread
 
         from apps.inventory.models import Cluster
         from tests.harness.browser import Browser, chromium_path
@@ -60,7 +63,7 @@ class Command(BaseCommand):
         cookies = self._users()
         out = Path(opts["out"])
         out.mkdir(parents=True, exist_ok=True)
-        server = LiveServerThread("127.0.0.1", _StaticFilesHandler, port=0)
+        server = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)  # finds static files as runserver
         server.daemon = True
         server.start()
         server.is_ready.wait()
