@@ -12,6 +12,7 @@ from apps.ingest.services import collect_cluster
 from apps.usage.activity import SIGNALS
 from apps.usage.models import Bucket, NodeHour, PodHour, UsageDay, UsageHour
 from tests.ingest.conftest import make_cluster
+from tests.invariants import ledger_violations
 
 pytestmark = pytest.mark.django_db
 
@@ -76,6 +77,18 @@ def test_it_holds_every_ledger_invariant_on_every_bucket(sim_world):
     day_total = UsageDay.objects.filter(cluster=cluster).aggregate(a=Sum("allocated_gpu_hours"))["a"]
     assert day_total == pytest.approx(PodHour.objects.filter(cluster=cluster).aggregate(
         a=Sum("allocated_gpu_hours"))["a"], abs=1e-6)
+    # The same invariants as SQL aggregates (what bench/invariants.py runs on a week of `large`) agree.
+    assert set(ledger_violations([cluster.pk]).values()) == {0}
+    # ...and they see a broken row: one pod-hour whose parts do not add up, one day rollup off by an hour.
+    from django.db.models import F
+
+    row = PodHour.objects.filter(cluster=cluster, allocated_gpu_hours__gt=0).first()
+    PodHour.objects.filter(pk=row.pk).update(idle_sm_active=F("idle_sm_active") + 0.5)
+    UsageDay.objects.filter(pk=UsageDay.objects.filter(cluster=cluster).first().pk).update(
+        allocated_gpu_hours=F("allocated_gpu_hours") + 1)
+    broken = {k: v for k, v in ledger_violations([cluster.pk]).items() if v}
+    assert broken == {"pod allocated = working + idle + unmeasured (sm_active)": 1,
+                      "day rollup = sum of its hours": 1}
 
 
 def test_it_converges_when_recollected_five_times(sim_world):
