@@ -27,8 +27,12 @@ def envint(name: str, default: int) -> int:
         return default
     try:
         return int(raw)
+    except ValueError:
+        pass
+    try:  # 0x…, 0o…, 0b… too: bitmasks such as GPUFINOPS_THROTTLE_REASONS_MASK read best in hex
+        return int(raw, 0)
     except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ValueError(f"{name} must be an integer (decimal, or 0x… hex), got {raw!r}") from exc
 
 
 def envfloat(name: str, default: float) -> float:

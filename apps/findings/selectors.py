@@ -146,8 +146,8 @@ class FindingCounts:
 
     def query(self) -> str:
         """The findings page's query string for the same scope."""
-        days = max(int((self.end - self.start) / timedelta(days=1)), 1)
-        return urlencode([("days", days), *([("team", self.team)] if self.team else [])])
+        return urlencode([("start", f"{self.start:%Y-%m-%dT%H:%MZ}"), ("end", f"{self.end:%Y-%m-%dT%H:%MZ}"),
+                          *([("team", self.team)] if self.team else [])])
 
 
 def counts_for(

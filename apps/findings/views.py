@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -11,8 +11,10 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework.exceptions import ValidationError
 
 from apps.accounts.selectors import visible_team_names
+from apps.common.params import parse_range
 from apps.inventory.models import Team
 from apps.inventory.selectors import visible_clusters
 
@@ -40,6 +42,20 @@ def workload_link(f) -> str:
     return ""
 
 
+def _range(get, errors: list[str]) -> tuple[datetime, datetime] | None:
+    """`start` and `end` (ISO dates or times on the hour, UTC) when given, read as the API reads them; a bad one
+    is said on the page and the days are used instead."""
+    if not ((get.get("start") or "").strip() or (get.get("end") or "").strip()):
+        return None
+    try:
+        return parse_range(get, default_days=7)
+    except ValidationError as exc:
+        detail = exc.detail if isinstance(exc.detail, dict) else {"range": exc.detail}
+        for name, messages in detail.items():
+            errors.append(f"{name}: {' '.join(str(m) for m in messages)} Showing the last days instead.")
+        return None
+
+
 @login_required
 def findings_page(request: HttpRequest) -> HttpResponse:
     """Findings the user may see over the last 1/7/30 days, filtered by kind, cluster, team and node; their
@@ -48,14 +64,18 @@ def findings_page(request: HttpRequest) -> HttpResponse:
     get = request.GET
     errors = []
     days = int(get.get("days", "7")) if get.get("days", "7") in {str(d) for d in PERIODS} else 7
+    chosen = _range(get, errors)  # start/end (the overviews link here with their period) win over days
     kind = get.get("kind") or None
     if kind is not None and kind not in KINDS:
         errors.append(f"Unknown kind {kind[:40]!r}: showing every kind.")
         kind = None
     cluster, team, node = _text(get.get("cluster")), _text(get.get("team")), _text(get.get("node"))
     ongoing = {"1": True, "0": False}.get(get.get("ongoing", ""))
-    end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    start = end - timedelta(days=days)
+    if chosen is not None:
+        start, end = chosen
+    else:
+        end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        start = end - timedelta(days=days)
     rows = list(finding_list(visible_teams=teams, start=start, end=end, kinds=[kind] if kind else (),
                              clusters=[cluster] if cluster else (), teams=[team] if team else (),
                              nodes=[node] if node else (), ongoing=ongoing)[: MAX_ROWS + 1])

@@ -274,7 +274,44 @@ def test_the_overviews_count_findings_and_show_infra_loss_next_to_the_charge(as_
                                              "end": scope_window.end.isoformat(), "page_size": 500}).json()
     assert sum(k.findings for k in counts.kinds) == listed["count"]
     body = page.content.decode()
-    assert "Infra loss" in body and "/findings/?days=7" in body
+    assert "Infra loss" in body
+    # each count links to the findings page for the same period, which counts the same
+    link = "/findings/?" + counts.query()
+    assert html.escape(link) in body
+    followed = lead.get(link)
+    assert followed.context["start"] == scope_window.start and followed.context["end"] == scope_window.end
+    assert [(k.kind, k.findings) for k in followed.context["finding_counts"].kinds] == [
+        (k.kind, k.findings) for k in counts.kinds]
+    assert "Showing the last days instead" in lead.get("/findings/?start=yesterday").content.decode()
     fleet = as_user("fin").get("/fleet/?days=7")
     assert len(fleet.context["finding_counts"].infra_loss_by_team) >= 2
     assert "Infra loss" in fleet.content.decode()
+
+
+@pytest.mark.parametrize("who", ["lead", "fin"])
+def test_per_workload_and_per_pod_totals_equal_the_team_totals_on_the_demo(as_user, demo_db, who):
+    """Every team's GPU-hours and cost, summed over its workloads and over its pods, are the team's: over whole
+    days (the day rollups) and over a range on the hour (the pod rows). A lead sees only their team."""
+    from datetime import timedelta
+
+    client = as_user(who)
+    fields = ("allocated_gpu_hours", "working_gpu_hours", "idle_gpu_hours", "unmeasured_gpu_hours", "cost",
+              "idle_cost")
+    days = {"start": str((demo_db.newest - timedelta(days=1)).date()), "end": str((demo_db.end + timedelta(
+        days=1)).date())}
+    hours = {"start": (demo_db.newest - timedelta(hours=6)).strftime("%Y-%m-%dT%H:%MZ"),
+             "end": demo_db.newest.strftime("%Y-%m-%dT%H:%MZ")}
+    for window in (days, hours):
+        by_team = client.get("/api/v1/usage/", {**window, "group_by": "team"}).json()["results"]
+        assert by_team, window
+        if who == "lead":
+            assert {r["team"] for r in by_team} == {"research"}
+        for key in ("workload", "pod"):
+            rows = client.get("/api/v1/usage/", {**window, "group_by": f"team,{key}"}).json()["results"]
+            for team in by_team:
+                mine = [r for r in rows if r["team"] == team["team"]]
+                assert mine, (key, team["team"])
+                for f in fields:  # each row is rounded on its own: cents, and GPU-hours to 6 decimals
+                    slack = (Decimal("0.005") if "cost" in f else Decimal("0.0000005")) * (len(mine) + 1)
+                    total = sum(Decimal(str(r[f])) for r in mine)
+                    assert abs(total - Decimal(str(team[f]))) <= slack, (window, key, team["team"], f)
