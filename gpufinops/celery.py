@@ -19,7 +19,7 @@ app.autodiscover_tasks()
 app.conf.beat_schedule = {
     # Every 5 minutes: per cluster, refresh the provisional hour, finalize ended hours, retry failed
     # buckets whose backoff has passed, and catch up after an outage. Twin: `manage.py collect`.
-    # The per-cluster tasks add their own jitter (countdown) so clusters don't hit sources at once.
+    # One task per cluster, queued without countdown so that every free worker takes the next cluster.
     "collect-all-clusters": {
         "task": "apps.ingest.tasks.collect_all_clusters_task",
         "schedule": crontab(minute="*/5"),

@@ -33,6 +33,8 @@ RENAME_HELP = (
     "DCGM_FI_DEV_XID_ERRORS=DCGM_FI_DEV_XID_ERROR (DCGM 4.6)"
 )
 
+LARGE_NODES_HELP = "large scenario only: its number of 8-GPU nodes (default 1250 = 10,000 GPUs; 125 = 1,000 GPUs)"
+
 
 def _rename(value: str) -> tuple[str, str]:
     import argparse
@@ -59,6 +61,7 @@ class Command(BaseCommand):
         s.add_argument("--at", help="simulated time (ISO 8601); default: follow the wall clock")
         s.add_argument("--end", help="scenario end (hour-aligned ISO 8601); default: --at (or now) ceiled to the hour")
         s.add_argument("--days", type=float, default=7)
+        s.add_argument("--large-nodes", type=int, default=None, metavar="N", help=LARGE_NODES_HELP)
         s.add_argument("--host", default="127.0.0.1")
         s.add_argument("--port", type=int, default=0)
         s.add_argument("--kubeconfig-out", default="var/sim-kubeconfig.yaml")
@@ -76,6 +79,7 @@ class Command(BaseCommand):
         e.add_argument(
             "--days", type=float, default=None, help="scenario length; default 7 days or enough to cover --since"
         )
+        e.add_argument("--large-nodes", type=int, default=None, metavar="N", help=LARGE_NODES_HELP)
         e.add_argument("--hostname-label", choices=["Hostname", "hostname"], default="Hostname")
         e.add_argument(
             "--exported-labels",
@@ -99,7 +103,8 @@ class Command(BaseCommand):
             at = _parse_time(opts["at"]) if opts.get("at") else None
             end = _parse_time(opts["end"]) if opts.get("end") else ceil_hour(at or datetime.now(UTC))
             try:
-                sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"])
+                sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"],
+                                    large_nodes=opts["large_nodes"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             if opts["scrape_seconds"] <= 0:
@@ -144,7 +149,8 @@ class Command(BaseCommand):
             days = max(7.0, (end - since).total_seconds() / 86400.0)
             days = float(int(days) + (0 if days == int(days) else 1))
         try:
-            sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days)
+            sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days,
+                                large_nodes=opts["large_nodes"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if since < sc.start:

@@ -7,21 +7,32 @@ import random
 from ..builders import D, H, whole
 from ..model import SEG, ClusterQueue, Flavor, Scenario, align5
 
+NODES = 1250  # 8 GPUs each: 10,000 GPUs
 
-def build(sc: Scenario) -> None:
-    """1,250 nodes x 8 GPUs = 10,000 GPUs; sequential jobs per GPU block."""
+
+def build(sc: Scenario, nodes: int = NODES) -> None:
+    """``nodes`` x 8 GPUs (default 1,250 = 10,000 GPUs); sequential jobs per GPU block.
+
+    A smaller ``nodes`` keeps the node-group shares (and Kueue quotas) in proportion, e.g. 125 nodes = 1,000
+    GPUs: benchmarks of many clusters (bench/fanout.py) need many mid-sized ones. The default is the pinned fleet.
+    """
+    if nodes < 1:
+        raise ValueError("nodes must be positive")
     T0, T1 = sc.t0, sc.t1
     rng = random.Random(sc.seed * 104729 + 17)
+    # Group sizes in proportion to the 10,000-GPU fleet; the last group takes the rounding remainder.
+    shares = [round(n * nodes / NODES) for n in (500, 250, 300)]
+    shares.append(max(nodes - sum(shares), 0))
     teams = [f"team-{i:02d}" for i in range(24)]
     for tm in teams:
         sc.add_namespace(tm, {"team": tm})
     sc.add_namespace("shared-infra")
     sc.add_namespace("kube-system")
     pools = (
-        [("h100-a", "H100", "karpenter.sh/nodepool", "p5.48xlarge")] * 500
-        + [("h100-b", "H100", "karpenter.sh/nodepool", "p5.48xlarge")] * 250
-        + [("a100", "A100", "cloud.google.com/gke-nodepool", "a2-ultragpu-8g")] * 300
-        + [("l40s", "L40S", None, "g6e.48xlarge")] * 200
+        [("h100-a", "H100", "karpenter.sh/nodepool", "p5.48xlarge")] * shares[0]
+        + [("h100-b", "H100", "karpenter.sh/nodepool", "p5.48xlarge")] * shares[1]
+        + [("a100", "A100", "cloud.google.com/gke-nodepool", "a2-ultragpu-8g")] * shares[2]
+        + [("l40s", "L40S", None, "g6e.48xlarge")] * shares[3]
     )
     kinds = ["train", "train", "batch", "batch", "infer", "infer", "eval", "notebook", "notebook_idle"]
     shapes = [[8], [8], [4, 4], [4, 2, 2], [2, 2, 2, 1, 1], [1] * 8]
@@ -89,5 +100,5 @@ def build(sc: Scenario) -> None:
     ]
     sc.cluster_queues = [
         ClusterQueue(f"{p}-cq", "fleet", [(p, {"nvidia.com/gpu": (n, None, None)})], {})
-        for p, n in (("h100-a", 4000), ("h100-b", 2000), ("a100", 2400))
+        for p, n in (("h100-a", shares[0] * 8), ("h100-b", shares[1] * 8), ("a100", shares[2] * 8))
     ]
