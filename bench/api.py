@@ -2,6 +2,7 @@
 
     python bench/api.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench]
                         [--clients 32] [--requests 3000] [--workers 2] [--threads 4] [--refill]
+                        [--compare-trivial [--trivial-path /api/v1/teams/] [--rounds 2]]
 
 1. Fills one cluster, ``bench-api-large``, with the last 7 whole UTC days (168 hourly buckets)
    through the real ledger write path (``apps.usage.services.claim_bucket`` + ``write_bucket``:
@@ -15,6 +16,9 @@
 2. Starts gunicorn (``-w 2 --threads 4`` by default, gthread) on a free loopback port.
 3. 32 client threads (stdlib ``http.client``, keep-alive) send ``--requests`` GETs of a query mix
    over that week; prints p50/p95/max latency, errors and requests/s, overall and per query.
+   ``--compare-trivial`` instead runs ``wrk`` against the same gunicorn, answer cache off
+   (``GPUFINOPS_API_CACHE_SECONDS=0``): a trivial authenticated endpoint, then the usage mix, alternately,
+   and prints both requests/s and usage/trivial (issue 15: at least 60 %).
 
 Nothing is asserted: these are measurements (see bench/README.md).
 """
@@ -201,6 +205,36 @@ def _run_wrk(port: int, mix: list[tuple[str, str]], tokens: dict[str, str], clie
     return header + "\n" + "\n".join(line for line in out.stdout.splitlines() if line.startswith("overall"))
 
 
+def _requests_per_second(wrk_output: str) -> float:
+    """The requests/s figure of `_run_wrk`'s summary line."""
+    import re
+
+    match = re.search(r"errors (\d+), (\d+) requests/s", wrk_output)
+    if match is None:
+        raise RuntimeError(f"no wrk summary in {wrk_output!r}")
+    if int(match.group(1)):
+        print(f"  (wrk counted {match.group(1)} errors: non-2xx answers or socket errors)")
+    return float(match.group(2))
+
+
+def _compare_trivial(port: int, mix: list[tuple[str, str]], tokens: dict[str, str], trivial: str,
+                     clients: int, duration: int, rounds: int) -> None:
+    """wrk against one gunicorn: the trivial authenticated endpoint, then the usage mix, `rounds` times
+    alternately (so a change of load on the shared machine hits both), and the ratio of the medians."""
+    trivial_rps: list[float] = []
+    usage_rps: list[float] = []
+    for n in range(rounds):
+        for label, requests, into in (("trivial", [("staff", trivial)], trivial_rps), ("usage", mix, usage_rps)):
+            load = " / ".join(f"{v:.2f}" for v in os.getloadavg())
+            out = _run_wrk(port, requests, tokens, clients, duration)
+            into.append(_requests_per_second(out))
+            print(f"round {n + 1} {label:7} (load average before {load}): {out.splitlines()[-1]}", flush=True)
+    t, u = statistics.median(trivial_rps), statistics.median(usage_rps)
+    print(f"\ntrivial {trivial}: {' '.join(f'{v:.0f}' for v in trivial_rps)} requests/s (median {t:.0f})")
+    print(f"usage mix, uncached: {' '.join(f'{v:.0f}' for v in usage_rps)} requests/s (median {u:.0f})")
+    print(f"usage / trivial = {u / t:.1%} (goal: at least 60 %)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
@@ -215,7 +249,17 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20, help="seconds of load with --client wrk")
     parser.add_argument("--namespaces-per-team", type=int, default=1)
     parser.add_argument("--with-hourly", action="store_true", help="add group_by=team,hour (hour rollup) to the mix")
+    parser.add_argument(
+        "--compare-trivial", action="store_true",
+        help="with wrk and the answer cache off: a trivial authenticated endpoint vs the usage mix, and the ratio",
+    )
+    parser.add_argument("--trivial-path", default="/api/v1/teams/",
+                        help="the trivial endpoint for --compare-trivial (token auth, a tiny JSON answer)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternations trivial/usage with --compare-trivial")
     args = parser.parse_args()
+    if args.compare_trivial:
+        os.environ["GPUFINOPS_API_CACHE_SECONDS"] = "0"  # uncached usage: gunicorn inherits the environment
+        print(f"load average before the run: {' / '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
 
     os.environ["DATABASE_URL"] = args.db
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
@@ -236,7 +280,8 @@ def main() -> None:
     fill(start, end, args.namespaces_per_team)
     staff = User.objects.get_or_create(username="bench-api-staff", defaults={"is_staff": True})[0]
     member = User.objects.get_or_create(username="bench-api-member")[0]
-    add_team_member("team-03", member.username)
+    # The fill writes ledger rows only; the collector would have recorded the team from its labels.
+    add_team_member("team-03", member.username, create=True)
     tokens = {"staff": create_api_token(staff, 1), "member": create_api_token(member, 1)}
 
     week = f"start={start:%Y-%m-%d}&end={end:%Y-%m-%d}"
@@ -286,6 +331,13 @@ def main() -> None:
             if status != 200:
                 raise RuntimeError(f"{path} -> {status}: {body[:300]!r}")
 
+        if args.compare_trivial:
+            status, body = _get(conn, args.trivial_path, tokens["staff"])
+            if status != 200:
+                raise RuntimeError(f"{args.trivial_path} -> {status}: {body[:300]!r}")
+            print(f"trivial endpoint {args.trivial_path}: {len(body)} bytes: {body[:200]!r}")
+            _compare_trivial(port, mix, tokens, args.trivial_path, args.clients, args.duration, args.rounds)
+            return
         if args.client == "wrk":
             print(_run_wrk(port, mix, tokens, args.clients, args.duration))
             return

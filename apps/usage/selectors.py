@@ -23,6 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -341,7 +342,13 @@ def compute_usage_report(
 
     capacity = None
     if visible_teams is None:
-        capacity = capacity_totals(start=start, end=end, clusters=filters.get("cluster"), by_day=by_day)
+        capacity, provisional = capacity_and_provisional(
+            start=start, end=end, clusters=filters.get("cluster"), by_day=by_day
+        )
+    else:
+        provisional = has_provisional_buckets(
+            start=start, end=end, clusters=filters.get("cluster"), among=qs.values("cluster_id")
+        )
 
     return UsageReport(
         start=start,
@@ -351,13 +358,24 @@ def compute_usage_report(
         results=results,
         totals=totals,
         capacity=capacity,
-        provisional=has_provisional_buckets(
-            start=start, end=end, clusters=filters.get("cluster"),
-            among=None if visible_teams is None else qs.values("cluster_id"),
-        ),
+        provisional=provisional,
         coverage=coverage(sums["allocated_gpu_hours"], sums["unmeasured_gpu_hours"]),
         source=source,
     )
+
+
+def _capacity_rows(start: datetime, end: datetime, names: Sequence[str], by_day: bool | None) -> QuerySet:
+    if by_day is None:
+        by_day = is_whole_day_range(start, end)
+    if by_day:
+        qs: QuerySet = CapacityDay.objects.filter(day__gte=start.date(), day__lt=end.date())
+    else:
+        qs = CapacityHour.objects.filter(hour__gte=start, hour__lt=end)
+    return qs.filter(cluster__name__in=names) if names else qs
+
+
+def _capacity_figures(sums: Mapping[str, Any]) -> dict:
+    return {name: money.micro(sums[name]) if name in MONEY_FIELDS else _round(sums[name]) for name in CAPACITY_FIELDS}
 
 
 def capacity_totals(
@@ -365,17 +383,16 @@ def capacity_totals(
     by_day: bool | None = None,
 ) -> dict:
     """Capacity, unallocated and unavailable GPU-hours, capacity cost and unallocated cost over ``[start, end)``."""
-    if by_day is None:
-        by_day = is_whole_day_range(start, end)
-    if by_day:
-        qs: QuerySet = CapacityDay.objects.filter(day__gte=start.date(), day__lt=end.date())
-    else:
-        qs = CapacityHour.objects.filter(hour__gte=start, hour__lt=end)
     names = [*(clusters or ()), *([cluster] if cluster else [])]
-    if names:
-        qs = qs.filter(cluster__name__in=names)
-    sums = qs.aggregate(**{name: Sum(name) for name in CAPACITY_FIELDS})
-    return {name: money.micro(sums[name]) if name in MONEY_FIELDS else _round(sums[name]) for name in CAPACITY_FIELDS}
+    sums = _capacity_rows(start, end, names, by_day).aggregate(**{name: Sum(name) for name in CAPACITY_FIELDS})
+    return _capacity_figures(sums)
+
+
+def _provisional_rows(start: datetime, end: datetime, names: Sequence[str], among: QuerySet | None) -> QuerySet:
+    qs = Bucket.objects.filter(hour__gte=start, hour__lt=end, state=Bucket.State.PROVISIONAL)
+    if among is not None:
+        qs = qs.filter(cluster_id__in=among)
+    return qs.filter(cluster__name__in=names) if names else qs
 
 
 def has_provisional_buckets(
@@ -386,13 +403,31 @@ def has_provisional_buckets(
 
     ``among`` (a queryset of cluster ids) limits the check to the clusters the caller's rows are in.
     """
-    qs = Bucket.objects.filter(hour__gte=start, hour__lt=end, state=Bucket.State.PROVISIONAL)
-    if among is not None:
-        qs = qs.filter(cluster_id__in=among)
     names = [*(clusters or ()), *([cluster] if cluster else [])]
-    if names:
-        qs = qs.filter(cluster__name__in=names)
-    return qs.exists()
+    return _provisional_rows(start, end, names, among).exists()
+
+
+def capacity_and_provisional(
+    *, start: datetime, end: datetime, clusters: Sequence[str] | None = None, by_day: bool | None = None,
+) -> tuple[dict, bool]:
+    """`capacity_totals` and `has_provisional_buckets` (every cluster's buckets) in one round trip.
+
+    Every uncached usage answer for a caller who sees every team needs both; under load each round trip to the
+    database costs a wait for the CPU (bench/api.py --compare-trivial). The same two queries, one statement: an
+    aggregate without GROUP BY always yields one row, so the EXISTS is answered even with no capacity rows.
+    """
+    names = list(clusters or ())
+    if connection.vendor != "postgresql":  # elsewhere Django's converters shape the sums: two queries
+        capacity = capacity_totals(start=start, end=end, clusters=names, by_day=by_day)
+        return capacity, has_provisional_buckets(start=start, end=end, clusters=names)
+    rows = _capacity_rows(start, end, names, by_day).order_by().values(*CAPACITY_FIELDS)
+    rows_sql, rows_params = rows.query.sql_with_params()
+    prov_sql, prov_params = _provisional_rows(start, end, names, None).order_by().values("id").query.sql_with_params()
+    sums = ", ".join(f'SUM(capacity_rows."{name}")' for name in CAPACITY_FIELDS)
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT {sums}, EXISTS({prov_sql}) FROM ({rows_sql}) capacity_rows", [*prov_params, *rows_params])
+        *values, provisional = cur.fetchone()
+    return _capacity_figures(dict(zip(CAPACITY_FIELDS, values, strict=True))), bool(provisional)
 
 
 # ---- Idle allocations (ledger.md, "Idle allocations") ----
