@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -40,6 +41,7 @@ from apps.usage import money
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import (
     USAGE_FIELDS,
+    TooLarge,
     UsageReport,
     busy_share,
     capacity_rows,
@@ -300,7 +302,12 @@ SORT_KEYS = [c.key for c in WORKLOAD_COLUMNS if c.sortable]
 def workload_rows(scope: Scope) -> tuple[list[dict[str, Any]], UsageReport]:
     """One row per workload (team, cluster, namespace, workload) with its node groups and GPU models: the API's
     `group_by=team,cluster,workload,node_group,gpu_model` folded per workload."""
-    rep = report(scope, ["team", "cluster", "workload", "node_group", "gpu_model"])
+    try:
+        rep = report(scope, ["team", "cluster", "workload", "node_group", "gpu_model"])
+    except TooLarge:
+        # More (workload, node group, GPU model) rows than one answer may hold: one row per workload, without its
+        # node groups and GPU models. When even that is too many, TooLarge goes to the page, which says so.
+        rep = report(scope, ["team", "cluster", "workload"])
     merged: dict[tuple, dict[str, Any]] = {}
     for r in rep.results:
         key = (r["team"], r["cluster"], r["namespace"], r["workload"])
@@ -308,8 +315,9 @@ def workload_rows(scope: Scope) -> tuple[list[dict[str, Any]], UsageReport]:
         if row is None:
             row = merged[key] = {"team": r["team"], "cluster": r["cluster"], "namespace": r["namespace"],
                                  "workload": r["workload"], "_groups": set(), "_models": set(), **_zero()}
-        row["_groups"].add(r["node_group"])
-        row["_models"].add(r["gpu_model"])
+        if "node_group" in r:
+            row["_groups"].add(r["node_group"])
+            row["_models"].add(r["gpu_model"])
         _add(row, r)
     rows = []
     for row in merged.values():
@@ -333,7 +341,12 @@ def sort_rows(rows: list[dict[str, Any]], key: str, descending: bool) -> list[di
 
 def workloads_page(scope: Scope, *, sort: str = "idle_cost", order: str = "desc", page: int = 1,
                    busy_below: float | None = None) -> dict[str, Any]:
-    rows, rep = workload_rows(scope)
+    too_many = ""
+    try:
+        rows, rep = workload_rows(scope)
+    except TooLarge:
+        rows, rep = [], report(scope, [])
+        too_many = too_many_workloads(scope)
     if busy_below is not None:
         rows = [r for r in rows if r["activity"] is not None and r["activity"] * 100 < busy_below]
         totals = _zero()
@@ -352,11 +365,16 @@ def workloads_page(scope: Scope, *, sort: str = "idle_cost", order: str = "desc"
              f"${idle:,.2f} of their ${totals['cost']:,.2f} was idle in allocations") if rows else "No workloads"
     block = Block("workloads", title, WORKLOAD_COLUMNS, shown, totals=totals, open=True,
                   note=NOTE.format(signal=SIGNAL_NAMES[scope.signal]),
-                  empty=_empty_text(scope, "workloads"))
+                  empty=too_many or _empty_text(scope, "workloads"))
     block.extra = {"all_rows": rows}
     return {"table_block": block, "sort": sort, "order": "asc" if order == "asc" else "desc", "page": page,
             "pages": pages, "first": (page - 1) * PAGE_SIZE + 1 if rows else 0,
             "last": min(page * PAGE_SIZE, len(rows)), "count": len(rows), "busy_below": busy_below, "report": rep}
+
+
+def too_many_workloads(scope: Scope) -> str:
+    return (f"More than {settings.GPUFINOPS_API_MAX_ROWS:,} workloads in {scope.window.caption()}: too many to "
+            "list on one page. Choose a team, a cluster or a namespace in the filters, or a shorter period.")
 
 
 def _empty_text(scope: Scope, what: str) -> str:
@@ -437,7 +455,11 @@ def overview_page(scope: Scope) -> dict[str, Any]:
     hist = history(scope)
     naive = report(scope, [], signal="gpu_util") if scope.signal != "gpu_util" else by_team
     series = bucket_rows(scope)
-    wl_rows, _ = workload_rows(scope)
+    try:
+        wl_rows, _ = workload_rows(scope)
+        too_many = ""
+    except TooLarge:  # a fleet's week of short jobs: ranked on the workloads page once narrowed
+        wl_rows, too_many = [], too_many_workloads(scope)
     idle_rows, idle_count = idle_now(scope)
     teams = sorted((_finish(dict(r)) for r in by_team.results), key=lambda r: (-r["cost"], r["team"]))
     for r in teams:
@@ -490,7 +512,7 @@ def overview_page(scope: Scope) -> dict[str, Any]:
     top = top_workloads(wl_rows)
     blocks.append(Block(
         "top-idle", f"Top {len(top)} workloads by idle cost" if top else "No workload was idle in allocations",
-        TOP_COLUMNS, top, open=True, term="idle-cost", empty=_empty_text(scope, "idle workloads")))
+        TOP_COLUMNS, top, open=True, term="idle-cost", empty=too_many or _empty_text(scope, "idle workloads")))
     if len(teams) > 1 or scope.sees_all:
         blocks.append(Block("teams", f"{len(teams)} teams", TEAM_COLUMNS, teams, totals={**totals, "team": "Total"},
                             open=True, term="team", empty=_empty_text(scope, "teams")))

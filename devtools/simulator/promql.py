@@ -273,16 +273,21 @@ class _Parser:
         return expr
 
     def parse_or(self):
+        lhs = self.parse_and()
+        while self.is_word("or"):
+            self.next()
+            self._refuse_vector_matching()
+            lhs = Binary("or", lhs, self.parse_and())
+        return lhs
+
+    def parse_and(self):
+        """`and` and `unless` bind tighter than `or`, looser than comparisons (Prometheus' precedence)."""
         lhs = self.parse_comparison()
-        while True:
-            if self.is_word("or"):
-                self.next()
-                self._refuse_vector_matching()
-                lhs = Binary("or", lhs, self.parse_comparison())
-            elif self.is_word("and", "unless"):
-                raise self.error(f"set operator {self.peek().text!r} is not supported")
-            else:
-                return lhs
+        while self.is_word("and", "unless"):
+            op = self.next().text
+            self._refuse_vector_matching()
+            lhs = Binary(op, lhs, self.parse_comparison())
+        return lhs
 
     def parse_comparison(self):
         lhs = self.parse_additive()
@@ -726,6 +731,12 @@ class Evaluator:
                 raise PromQLError("'or' is only defined between instant vectors")
             seen = {self.drop_name(s.key, s.labels)[0] for s in lhs}
             return lhs + [s for s in rhs if self.drop_name(s.key, s.labels)[0] not in seen]
+        if node.op in ("and", "unless"):  # the left side's samples (names kept) with / without a match on the right
+            if isinstance(lhs, float) or isinstance(rhs, float):
+                raise PromQLError(f"set operator {node.op!r} not allowed in binary scalar expression")
+            right = {self.drop_name(s.key, s.labels)[0] for s in rhs}
+            keep = node.op == "and"
+            return [s for s in lhs if (self.drop_name(s.key, s.labels)[0] in right) == keep]
         compare = _COMPARE[node.op]
         if isinstance(lhs, float) and isinstance(rhs, float):
             raise PromQLError("comparisons between scalars must use the bool modifier (not supported)")

@@ -315,3 +315,33 @@ def test_per_workload_and_per_pod_totals_equal_the_team_totals_on_the_demo(as_us
                     slack = (Decimal("0.005") if "cost" in f else Decimal("0.0000005")) * (len(mine) + 1)
                     total = sum(Decimal(str(r[f])) for r in mine)
                     assert abs(total - Decimal(str(team[f]))) <= slack, (window, key, team["team"], f)
+
+
+def test_a_scope_with_more_workloads_than_one_answer_holds_is_explained_not_a_500(as_user, monkeypatch):
+    """A fleet's week of short jobs can exceed GPUFINOPS_API_MAX_ROWS (20,000 rows): per workload without node
+    groups first, then a message asking to narrow the scope; the rest of the overview still renders."""
+    from apps.dashboard import selectors
+    from apps.usage.selectors import TooLarge
+
+    fin = as_user("fin")
+    full = fin.get("/workloads/?days=30").context["count"]
+    real = selectors.report
+    refused = []
+
+    def bounded(scope, group_by, **kwargs):  # what usage_report answers past the cap, for the chosen groupings
+        if "workload" in group_by and len(group_by) > limit:
+            refused.append(tuple(group_by))
+            raise TooLarge("group_by", "More than 20000 rows")
+        return real(scope, group_by, **kwargs)
+
+    monkeypatch.setattr(selectors, "report", bounded)
+    limit = 3  # the detailed rows are refused, one row per workload is not
+    page = fin.get("/workloads/?days=30")
+    assert page.status_code == 200 and page.context["count"] == full and refused
+    assert all(r["node_groups"] == "" for r in page.context["table_block"].extra["all_rows"])
+    limit = 0  # nothing with workloads fits
+    for path in ("/workloads/?days=30", "/?days=30"):
+        page = fin.get(path)
+        assert page.status_code == 200, path
+        assert "too many to list on one page" in html.unescape(page.content.decode()), path
+    assert "Idle in allocations" in fin.get("/?days=30").content.decode()

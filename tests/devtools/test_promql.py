@@ -151,6 +151,18 @@ def test_arithmetic_between_vectors_matches_one_to_one_on_all_labels(ev):
         ev.query('{__name__=~"up|down", job="a"} - max_over_time(up{job="a"}[1m])', T)
 
 
+def test_and_unless_keep_the_left_samples_with_or_without_a_match_on_the_right(ev):
+    # `up` and `down` match on every label but the name where job="a"; the left side's samples are kept as they are
+    assert q(ev, "up and down") == {(("__name__", "up"), ("job", "a"), ("pod", "p1")): 60.0}
+    assert q(ev, "up unless down") == {(("__name__", "up"), ("job", "b")): 1.0}  # pod="" is no label
+    # the collector's vanished-GPU shape: devices of a longer window that the shorter one lacks
+    assert q(ev, "count by (job) (up) unless count by (job) (down)") == {(("job", "b"),): 1.0}
+    # precedence: `and`/`unless` before `or`, after comparisons
+    assert q(ev, 'up > 10 unless down or down{job="x"}') == {}
+    assert q(ev, "down or up unless down") == {(("__name__", "down"), ("job", "a"), ("pod", "p1")): 2.0,
+                                              (("__name__", "up"), ("job", "b")): 1.0}
+
+
 def test_a_function_result_with_duplicate_label_sets_is_an_error(ev):
     with pytest.raises(PromQLExecutionError, match="same labelset"):
         ev.query('count_over_time({__name__=~"up|down", job="a"}[5m])', T)
@@ -167,8 +179,9 @@ def test_a_function_result_with_duplicate_label_sets_is_an_error(ev):
         ("up / ignoring(pod) down", "vector matching"),
         ("up[5m] - 1", "only scalar and instant vector"),
         ("-up[5m]", "scalar or instant vector"),
-        ("up and down", "set operator"),
-        ("up unless down", "set operator"),
+        ("up and on(job) down", "vector matching"),
+        ("up unless ignoring(pod) down", "vector matching"),
+        ("1 unless up", "set operator 'unless' not allowed"),
         ("up offset 5m", "modifier is not supported"),
         ("up @ 100", "modifier is not supported"),
         ("up > bool 1", "bool modifier"),

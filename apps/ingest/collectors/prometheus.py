@@ -212,26 +212,29 @@ class _FindingQueries:
         ]
 
     def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
-        # Last sample of each GPU over the hour before and the bucket, kept when it is before the bucket.
+        # GPUs with a sample in the hour before the bucket and none in the bucket: both windows end at the same
+        # instant, so `unless` keeps the devices of the longer one that the bucket lacks. Counting is cheap; the
+        # per-sample timestamps (a subquery) are asked below for those devices only (usually none): over every
+        # GPU of a 10,000-GPU fleet that subquery took seconds per bucket (bench/collect.py).
         rng, at = window(start - timedelta(hours=1), end)
-        seen = f"max_over_time(timestamp({FB_USED})[{rng}:{HISTORY_STEP_SECONDS}s])"
+        bucket_rng, _ = window(start, end)
+        before = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{rng}]))"
+        during = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{bucket_rng}]))"
         label_of: dict[tuple[str, str], str] = {}
-        gone: dict[tuple[str, str], float] = {}
-        for r in self.query(f"max by ({DEVICE_BY}) ({seen}) < {start.timestamp():.3f}", at):
-            v, key = _value(r), _device(r["metric"])
-            if v is not None and key[1]:
-                gone[key] = v
+        for r in self.query(f"{before} unless {during}", at):
+            key = _device(r["metric"])
+            if key[1]:
                 label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
-        if not gone:
+        if not label_of:
             return []
-        # Who the last series named: the pod holding the GPU when it vanished.
-        matcher = self._uuid_matcher(gone, label_of)
+        # When each was last seen, and who the last series named: the pod holding the GPU when it vanished.
+        matcher = self._uuid_matcher(label_of, label_of)
         seen = f"max_over_time(timestamp({FB_USED}{{{matcher}}})[{rng}:{HISTORY_STEP_SECONDS}s])"
         by = f"{DEVICE_BY}, namespace, pod, exported_namespace, exported_pod"
         holder: dict[tuple[str, str], tuple[float, str, str]] = {}
         for r in self.query(f"max by ({by}) ({seen})", at):
             v, key, m = _value(r), _device(r["metric"]), r["metric"]
-            if v is None or key not in gone:
+            if v is None or key not in label_of:
                 continue
             if self.pod_labels == "exported" or m.get("exported_pod"):
                 ns, pod = m.get("exported_namespace", ""), m.get("exported_pod", "")
@@ -239,9 +242,11 @@ class _FindingQueries:
                 ns, pod = m.get("namespace", ""), m.get("pod", "")
             if key not in holder or (v, pod) > holder[key][:2]:
                 holder[key] = (v, pod, ns)
-        return [VanishedDevice(node, uuid, _ts(ts), holder.get((node, uuid), (0, "", ""))[2],
-                               holder.get((node, uuid), (0, "", ""))[1])
-                for (node, uuid), ts in sorted(gone.items())]
+        # A device whose last sample the subquery's steps missed: last seen at the bucket's start at the latest.
+        return [VanishedDevice(node, uuid, _ts(holder[(node, uuid)][0] if (node, uuid) in holder
+                                              else start.timestamp()),
+                               holder.get((node, uuid), (0, "", ""))[2], holder.get((node, uuid), (0, "", ""))[1])
+                for (node, uuid) in sorted(label_of)]
 
     def devices_reporting(self, start: datetime, end: datetime, uuids: Collection[str]) -> frozenset[str]:
         if not uuids:
