@@ -13,6 +13,7 @@ from apps.inventory.observations import ClusterSnapshot, KueueObjects, WorkloadI
 from apps.inventory.services import record_teams
 from apps.inventory.teams import TeamRule
 from apps.queues.models import ClusterQueueSnapshot, LocalQueueSnapshot, QueueCollection, QuotaSnapshot, Workload
+from apps.usage.services import lock_cluster
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,9 @@ def record_kueue_objects(
     3. Upsert every workload (creation, quota reservation, admission, finish times).
     Re-recording the same objects at the same time leaves every table identical.
     """
+    # Writers of one cluster's queue rows take turns (a collection and a replay, or two demo workers, both
+    # upserting the same workloads would otherwise race on uniq_workload and lose the later snapshot).
+    lock_cluster(cluster)
     collection, _ = QueueCollection.objects.get_or_create(cluster=cluster, taken_at=at)
     collection.api_version = objects.version if objects is not None else ""
     collection.save(update_fields=["api_version"])
