@@ -299,10 +299,12 @@ WORKLOAD_COLUMNS = [
 SORT_KEYS = [c.key for c in WORKLOAD_COLUMNS if c.sortable]
 
 
-def workload_rows(scope: Scope) -> tuple[list[dict[str, Any]], UsageReport]:
+def workload_rows(scope: Scope, *, detailed: bool = True) -> tuple[list[dict[str, Any]], UsageReport]:
     """One row per workload (team, cluster, namespace, workload) with its node groups and GPU models: the API's
     `group_by=team,cluster,workload,node_group,gpu_model` folded per workload."""
     try:
+        if not detailed:  # the caller shows no node groups or GPU models: one row per workload straight away
+            raise TooLarge("group_by", "not asked")
         rep = report(scope, ["team", "cluster", "workload", "node_group", "gpu_model"])
     except TooLarge:
         # More (workload, node group, GPU model) rows than one answer may hold: one row per workload, without its
@@ -456,7 +458,7 @@ def overview_page(scope: Scope) -> dict[str, Any]:
     naive = report(scope, [], signal="gpu_util") if scope.signal != "gpu_util" else by_team
     series = bucket_rows(scope)
     try:
-        wl_rows, _ = workload_rows(scope)
+        wl_rows, _ = workload_rows(scope, detailed=False)  # the top workloads table has no node group column
         too_many = ""
     except TooLarge:  # a fleet's week of short jobs: ranked on the workloads page once narrowed
         wl_rows, too_many = [], too_many_workloads(scope)
