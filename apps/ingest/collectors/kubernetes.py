@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -41,14 +42,31 @@ def api_client_for(cluster: Cluster) -> client.ApiClient:
     return client.ApiClient(configuration=cfg)
 
 
-def _paged(list_fn: Callable[..., Any], **kwargs: Any) -> Iterator[Any]:
+def _paged(list_fn: Callable[..., Any], **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """The items of a paginated LIST as the API's JSON objects.
+
+    Read raw (`_preload_content=False`): the client's typed models cost about seven times the JSON parse (2.8 s
+    against 0.4 s for the 3,860 pods of the 10,000-GPU `large` scenario), most of a bucket's Kubernetes read.
+    Non-2xx answers still raise ApiException; a body that is not a LIST is an error like any other.
+    """
     token: str | None = None
     while True:
-        page = list_fn(limit=PAGE_SIZE, _continue=token, _request_timeout=request_timeout(), **kwargs)
-        yield from page.items or []
-        token = page.metadata._continue if page.metadata else None
+        response = list_fn(limit=PAGE_SIZE, _continue=token, _request_timeout=request_timeout(),
+                           _preload_content=False, **kwargs)
+        page = json.loads(response.data)
+        if not isinstance(page, dict) or not isinstance(page.get("items") or [], list):
+            raise ValueError("the LIST answer is not an object with items")
+        yield from (item for item in page.get("items") or [] if isinstance(item, dict))
+        token = (page.get("metadata") or {}).get("continue")
         if not token:
             return
+
+
+def _time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp of the API (`2026-11-30T12:00:00Z`), or None."""
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value))
 
 
 def _nvidia(resources: dict[str, Any] | None) -> dict[str, str]:
@@ -66,85 +84,86 @@ def parse_quantity(value: Any) -> float | None:
     return q
 
 
-def _to_node(n: Any) -> NodeInfo:
-    status = n.status
-    ready = any(c.type == "Ready" and c.status == "True" for c in (status.conditions or []))
+def _to_node(n: dict[str, Any]) -> NodeInfo:
+    meta, spec, status = n.get("metadata") or {}, n.get("spec") or {}, n.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
     return NodeInfo(
-        name=n.metadata.name,
-        labels=dict(n.metadata.labels or {}),
-        capacity=_nvidia(status.capacity),
-        allocatable=_nvidia(status.allocatable),
+        name=meta.get("name") or "",
+        labels=dict(meta.get("labels") or {}),
+        capacity=_nvidia(status.get("capacity")),
+        allocatable=_nvidia(status.get("allocatable")),
         ready=ready,
-        unschedulable=bool(n.spec.unschedulable) if n.spec else False,
-        created=n.metadata.creation_timestamp,
+        unschedulable=bool(spec.get("unschedulable")),
+        created=_time(meta.get("creationTimestamp")),
     )
 
 
-def _container_resources(c: Any) -> dict[str, float]:
-    res = c.resources
-    requests = _nvidia(res.requests if res else None)
-    limits = _nvidia(res.limits if res else None)
+def _container_resources(c: dict[str, Any]) -> dict[str, float]:
+    res = c.get("resources") or {}
+    requests = _nvidia(res.get("requests"))
+    limits = _nvidia(res.get("limits"))
     merged = {**limits, **requests}  # extended resources: requests equal limits; read limits when absent
     out: dict[str, float] = {}
     for k, v in merged.items():
         q = parse_quantity(v)
         if q is None:
-            log.warning("ignoring unparsable quantity %r for %s in container %s", v, k, c.name)
+            log.warning("ignoring unparsable quantity %r for %s in container %s", v, k, c.get("name"))
             continue
         out[k] = q
     return out
 
 
-def _finished(pod: Any) -> datetime | None:
+def _finished(status: dict[str, Any]) -> datetime | None:
     latest: datetime | None = None
-    for cs in (pod.status.container_statuses or []) if pod.status else []:
-        term = cs.state.terminated if cs.state else None
-        if term and term.finished_at and (latest is None or term.finished_at > latest):
-            latest = term.finished_at
+    for cs in status.get("containerStatuses") or []:
+        term = (cs.get("state") or {}).get("terminated") or {}
+        finished = _time(term.get("finishedAt"))
+        if finished and (latest is None or finished > latest):
+            latest = finished
     return latest
 
 
-def _controller(meta: Any) -> tuple[str, str] | None:
+def _controller(meta: dict[str, Any]) -> tuple[str, str] | None:
     """(kind, name) of the object's controller among its ownerReferences, or None."""
-    for ref in getattr(meta, "owner_references", None) or []:
-        if ref.controller:
-            return ref.kind, ref.name
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref.get("kind") or "", ref.get("name") or ""
     return None
 
 
-def _to_pod(p: Any) -> PodInfo | None:
-    spec, status = p.spec, p.status
+def _to_pod(p: dict[str, Any]) -> PodInfo | None:
+    meta, spec, status = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
     containers: list[ContainerRequest] = []
-    for c in spec.containers or []:
-        containers.append(ContainerRequest(c.name, "app", _container_resources(c)))
-    for c in spec.init_containers or []:
-        kind = "sidecar" if getattr(c, "restart_policy", None) == "Always" else "init"
-        containers.append(ContainerRequest(c.name, kind, _container_resources(c)))
+    for c in spec.get("containers") or []:
+        containers.append(ContainerRequest(c.get("name") or "", "app", _container_resources(c)))
+    for c in spec.get("initContainers") or []:
+        kind = "sidecar" if c.get("restartPolicy") == "Always" else "init"
+        containers.append(ContainerRequest(c.get("name") or "", kind, _container_resources(c)))
     if not any(c.resources for c in containers):
         return None
-    phase = (status.phase if status else "") or ""
-    conditions = {c.type: c.status for c in (status.conditions or [])} if status else {}
+    phase = status.get("phase") or ""
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     message = ""
-    for c in (status.conditions or []) if status else []:
-        if c.type == "PodScheduled" and c.status == "False":
-            message = c.message or c.reason or ""
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            message = c.get("message") or c.get("reason") or ""
     return PodInfo(
-        uid=p.metadata.uid,
-        namespace=p.metadata.namespace,
-        name=p.metadata.name,
-        node=spec.node_name or "",
+        uid=meta.get("uid") or "",
+        namespace=meta.get("namespace") or "",
+        name=meta.get("name") or "",
+        node=spec.get("nodeName") or "",
         phase=phase,
-        labels=dict(p.metadata.labels or {}),
-        annotations=dict(p.metadata.annotations or {}),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
         containers=tuple(containers),
-        created=p.metadata.creation_timestamp,
-        started=status.start_time if status else None,
-        finished=_finished(p) if phase in ("Succeeded", "Failed") else None,
-        deletion=p.metadata.deletion_timestamp,
+        created=_time(meta.get("creationTimestamp")),
+        started=_time(status.get("startTime")),
+        finished=_finished(status) if phase in ("Succeeded", "Failed") else None,
+        deletion=_time(meta.get("deletionTimestamp")),
         conditions=conditions,
         scheduling_message=message,
-        node_selector=dict(spec.node_selector or {}),
-        owner=_controller(p.metadata),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        owner=_controller(meta),
     )
 
 
@@ -159,9 +178,8 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
     try:
         nodes = [info for info in map(_to_node, _paged(api.list_node)) if is_gpu_node(info.labels, info.capacity)]
         pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
-        namespaces = [
-            NamespaceInfo(ns.metadata.name, dict(ns.metadata.labels or {})) for ns in _paged(api.list_namespace)
-        ]
+        metas = [ns.get("metadata") or {} for ns in _paged(api.list_namespace)]
+        namespaces = [NamespaceInfo(m.get("name") or "", dict(m.get("labels") or {})) for m in metas]
     except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
         raise KubernetesError(f"Kubernetes API: {type(exc).__name__}: {str(exc)[:300]}") from exc
     try:
@@ -188,9 +206,10 @@ def read_owners(api_client: client.ApiClient) -> tuple[dict[tuple[str, str, str]
     try:
         for kind, list_fn in calls:
             for obj in _paged(list_fn):
-                parent = _controller(obj.metadata)
+                meta = obj.get("metadata") or {}
+                parent = _controller(meta)
                 if parent is not None:
-                    owners[(obj.metadata.namespace, kind, obj.metadata.name)] = parent
+                    owners[(meta.get("namespace") or "", kind, meta.get("name") or "")] = parent
     except Exception as exc:  # ApiException (403 without RBAC), timeouts: workloads fall back, nothing fails
         reason = f"{type(exc).__name__} {getattr(exc, 'status', '') or ''} {getattr(exc, 'reason', '') or ''}".strip()
         log.warning("ReplicaSets/Jobs could not be read (%s): workloads stop at them", reason)
