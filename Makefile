@@ -47,7 +47,7 @@ static: $(STAMP)
 	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
 
 run: migrate
-	$(PYTHON) manage.py demo
+	GPUFINOPS_BASE_URL="$${GPUFINOPS_BASE_URL:-$(URL)}" $(PYTHON) manage.py demo
 	@if [ -n "$$DISPLAY" ]; then (sleep 2; $(PYTHON) -m webbrowser -t $(URL) >/dev/null 2>&1) & fi
 	$(PYTHON) manage.py runserver $(HOST):$(PORT)
 

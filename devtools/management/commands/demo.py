@@ -140,7 +140,8 @@ class Command(BaseCommand):
             return
         password = secrets.token_urlsafe(12)
         users.objects.create_user("demo", password=password, is_staff=True)
-        self.stdout.write(self.style.SUCCESS(f"sign in at http://127.0.0.1:8000/ as demo / {password}"))
+        site = settings.GPUFINOPS_BASE_URL.rstrip("/") + "/"  # `make run` passes the address it serves
+        self.stdout.write(self.style.SUCCESS(f"sign in at {site} as demo / {password}"))
 
 
 def _preload() -> None:
