@@ -332,8 +332,8 @@ GPUFINOPS_BORROWED_IDLE_MIN_GPU_HOURS = envfloat("GPUFINOPS_BORROWED_IDLE_MIN_GP
 # reports only when this is on. The ledger's numbers never change.
 GPUFINOPS_INFRA_LOSS_CREDIT = envbool("GPUFINOPS_INFRA_LOSS_CREDIT", False)
 # Notifications: idle allocations once idle this many hours; at most this many messages per recipient (a person
-# or a team webhook) and team per hour (more go out as one summary); failed sends retried with backoff up to this many attempts; only
-# findings whose last hour is this recent are told (a backfill does not mail history).
+# or a team webhook) and team per hour (more go out as one summary); failed sends retried with backoff up to
+# this many attempts; only findings whose last hour is this recent are told (a backfill does not mail history).
 GPUFINOPS_NOTIFY_IDLE_HOURS = envint("GPUFINOPS_NOTIFY_IDLE_HOURS", 2)
 GPUFINOPS_NOTIFY_MAX_PER_HOUR = envint("GPUFINOPS_NOTIFY_MAX_PER_HOUR", 10)
 GPUFINOPS_NOTIFY_MAX_ATTEMPTS = envint("GPUFINOPS_NOTIFY_MAX_ATTEMPTS", 5)
