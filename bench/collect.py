@@ -85,6 +85,30 @@ class Phases:
             entry[1] += time.perf_counter() - t0
 
 
+def _copy_rate(table: str, like: str, rows: list[tuple], *, drop: bool = False) -> float:
+    """Rows/s of one COPY of `rows` into a new `table` ("TEMP TABLE x" or "TABLE x") shaped like the pod-hour
+    table (`like`: which of its defaults, indexes, constraints), committed; a non-temp table is dropped after."""
+    from django.db import connection, transaction
+
+    from apps.usage.services import POD_COLUMNS
+
+    name = table.split()[-1]
+    with connection.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {name}")
+        cur.execute(f"CREATE {table} (LIKE usage_podhour {like})")
+    t0 = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cur, cur.cursor.copy(
+        f"COPY {name} ({', '.join(POD_COLUMNS)}) FROM STDIN"
+    ) as cp:
+        for row in rows:
+            cp.write_row(row)
+    rate = len(rows) / (time.perf_counter() - t0)
+    if drop:
+        with connection.cursor() as cur:
+            cur.execute(f"DROP TABLE {name}")
+    return rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
@@ -192,42 +216,13 @@ def main() -> None:
         n = len(rows)
         from apps.usage import services as ledger
 
-        with connection.cursor() as cur:
-            cur.execute("CREATE TEMP TABLE copy_ceiling (LIKE usage_podhour INCLUDING DEFAULTS INCLUDING IDENTITY)")
-        t0 = time.perf_counter()
-        with connection.cursor() as cur, cur.cursor.copy(
-            f"COPY copy_ceiling ({', '.join(POD_COLUMNS)}) FROM STDIN"
-        ) as cp:
-            for row in rows:
-                cp.write_row(row)
-        copy_rps = n / (time.perf_counter() - t0)
+        copy_rps = _copy_rate("TEMP TABLE copy_ceiling", "INCLUDING DEFAULTS INCLUDING IDENTITY", rows)
         # The same COPY into a table with the ledger table's indexes and constraints (the unique key of issue 10
         # and the query indexes): what any write of these rows into the ledger must pay at least.
-        with connection.cursor() as cur:
-            cur.execute("CREATE TEMP TABLE copy_ceiling_indexed (LIKE usage_podhour INCLUDING ALL)")
-        t0 = time.perf_counter()
-        with connection.cursor() as cur, cur.cursor.copy(
-            f"COPY copy_ceiling_indexed ({', '.join(POD_COLUMNS)}) FROM STDIN"
-        ) as cp:
-            for row in rows:
-                cp.write_row(row)
-        indexed_rps = n / (time.perf_counter() - t0)
+        indexed_rps = _copy_rate("TEMP TABLE copy_ceiling_indexed", "INCLUDING ALL", rows)
         # Temp tables skip the write-ahead log; the ledger cannot. The same COPY into an ordinary (logged) table
         # with the ledger's indexes, committed, is the ceiling of a durable write of these rows.
-        with connection.cursor() as cur:
-            cur.execute("DROP TABLE IF EXISTS bench_copy_ceiling_logged")
-            cur.execute("CREATE TABLE bench_copy_ceiling_logged (LIKE usage_podhour INCLUDING ALL)")
-        from django.db import transaction as _tx
-
-        t0 = time.perf_counter()
-        with _tx.atomic(), connection.cursor() as cur, cur.cursor.copy(
-            f"COPY bench_copy_ceiling_logged ({', '.join(POD_COLUMNS)}) FROM STDIN"
-        ) as cp:
-            for row in rows:
-                cp.write_row(row)
-        logged_rps = n / (time.perf_counter() - t0)
-        with connection.cursor() as cur:
-            cur.execute("DROP TABLE bench_copy_ceiling_logged")
+        logged_rps = _copy_rate("TABLE bench_copy_ceiling_logged", "INCLUDING ALL", rows, drop=True)
         t0 = time.perf_counter()
         from django.db import transaction
 

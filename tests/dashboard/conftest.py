@@ -114,7 +114,11 @@ def as_user(demo_db):
 
     def make(name: str) -> Client:
         client = Client()
-        client.force_login(demo_db.users[name])
+        # As stored now: a browser sign-in may have re-hashed the password (tests' fast hasher), and a session
+        # made from the seed's stale copy would be refused.
+        user = demo_db.users[name]
+        user.refresh_from_db()
+        client.force_login(user)
         return client
 
     return make

@@ -134,10 +134,8 @@ def test_a_team_lead_walks_from_sign_in_to_the_pods_of_the_workload_that_wasted_
 def test_the_workloads_page_shows_the_oracles_figures_for_the_final_hours(demo_db, browser):
     """Over the demo's final hours (a custom range on the hour), the page's workload figures are the API's and the
     API's are the simulator oracle's (allocated exactly; working to the sampling of the simulated Prometheus)."""
-    oracle = pytest.importorskip("tests.oracle")
-    if not hasattr(oracle, "expected_usage_by_workload"):
-        pytest.skip("tests.oracle.expected_usage_by_workload is not there yet (simulator work)")
     from devtools.simulator.scenarios import build_scenario
+    from tests import oracle
 
     sign_in(browser, demo_db, "fin")
     end = demo_db.newest  # the newest bucket is the provisional current hour: left out
