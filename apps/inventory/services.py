@@ -31,7 +31,8 @@ def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -
         cls = gpus.classify_node(info.labels, info.capacity)
         gname = gpus.node_group(info.labels, cls.gpu_model, settings.GPUFINOPS_NODE_GROUP_LABELS)
         if gname not in groups:
-            groups[gname] = NodeGroup.objects.create(cluster=cluster, name=gname)
+            # get_or_create: two first collections of a cluster at once both see the group missing.
+            groups[gname] = NodeGroup.objects.get_or_create(cluster=cluster, name=gname)[0]
         node = existing.get(info.name)
         if node is None:
             node = Node(cluster=cluster, name=info.name, first_seen=seen_at)
