@@ -1,13 +1,15 @@
 """bench/collect: one hour bucket of the `large` scenario (10,000 GPUs) end to end.
 
     python bench/collect.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench]
-                            [--keep-export] [--om FILE --end ISO-HOUR] [--prom-data DIR]
+                            [--keep-export] [--om FILE --end ISO-HOUR] [--prom-data DIR] [--rounds N]
 
 Exports one hour of `large` (that hour only: no hour before it), backfills a real Prometheus, serves
 the simulator's Kubernetes API, then times one `collect_cluster` bucket. Reports: bucket time, split into
 its phases (Kubernetes snapshot, ledger bucket, findings), with the Prometheus and SQL queries of each;
-Prometheus queries and samples per query, ledger rows written per second next to a raw COPY ceiling
-measured in the same run (same rows, same table shape, no lease/rollup), and peak RSS.
+Prometheus queries and samples per query, peak RSS, and the write path against a raw COPY ceiling measured
+in the same run (goal G1 of ../shared/reference/performance-and-reliability.md: build the ledger rows from the
+computed bucket, delete + COPY, committed; vs the same rows pre-encoded, COPY'd into the same tables with their
+real indexes; median of --rounds interleaved rounds).
 Nothing here is asserted: these are measurements (see bench/README.md).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,7 +41,7 @@ class Phases:
         self.wall: dict[str, float] = defaultdict(float)
         self.prom: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])  # queries, seconds, series
         self.sql: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # statements, seconds
-        self.finding_queries: list[tuple[float, int, str]] = []  # seconds, series, PromQL: where findings wait
+        self.queries: list[tuple[float, int, str, str]] = []  # seconds, series, phase, PromQL: where we wait
 
     @contextmanager
     def phase(self, name: str):
@@ -69,8 +72,7 @@ class Phases:
             entry[0] += 1
             entry[1] += time.perf_counter() - t0
             entry[2] += len(result)
-            if self.current.startswith("findings"):
-                self.finding_queries.append((time.perf_counter() - t0, len(result), promql))
+            self.queries.append((time.perf_counter() - t0, len(result), self.current, promql))
             return result
 
         cls.query = timed
@@ -85,28 +87,87 @@ class Phases:
             entry[1] += time.perf_counter() - t0
 
 
-def _copy_rate(table: str, like: str, rows: list[tuple], *, drop: bool = False) -> float:
-    """Rows/s of one COPY of `rows` into a new `table` ("TEMP TABLE x" or "TABLE x") shaped like the pod-hour
-    table (`like`: which of its defaults, indexes, constraints), committed; a non-temp table is dropped after."""
+def _copy_rate(rows: list[tuple]) -> float:
+    """Rows/s of one COPY (write_row) of `rows` into an unlogged temp table shaped like the pod-hour table, no
+    indexes: the ceiling this bench used before it followed G1; printed for comparison with older figures."""
     from django.db import connection, transaction
 
     from apps.usage.services import POD_COLUMNS
 
-    name = table.split()[-1]
     with connection.cursor() as cur:
-        cur.execute(f"DROP TABLE IF EXISTS {name}")
-        cur.execute(f"CREATE {table} (LIKE usage_podhour {like})")
+        cur.execute("DROP TABLE IF EXISTS copy_ceiling")
+        cur.execute("CREATE TEMP TABLE copy_ceiling (LIKE usage_podhour INCLUDING DEFAULTS INCLUDING IDENTITY)")
     t0 = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cur, cur.cursor.copy(
-        f"COPY {name} ({', '.join(POD_COLUMNS)}) FROM STDIN"
+        f"COPY copy_ceiling ({', '.join(POD_COLUMNS)}) FROM STDIN"
     ) as cp:
         for row in rows:
             cp.write_row(row)
-    rate = len(rows) / (time.perf_counter() - t0)
-    if drop:
+    return len(rows) / (time.perf_counter() - t0)
+
+
+def write_path_vs_copy(cluster, hour: datetime, result, rounds: int) -> dict[str, list[float]]:
+    """G1 of ../shared/reference/performance-and-reliability.md, in `rounds` interleaved rounds (seconds each).
+
+    - write path: what the collector does with a computed bucket: build the pod- and node-hour rows from the
+      parsed result (`ledger_rows`), then `replace_rows` (delete the hour's rows, COPY with write_row), committed.
+      Timed twice per round: replacing the hour's rows (a re-collect, a provisional hour made final) and writing
+      an hour that holds none (its first collection).
+    - ceiling: the same rows pre-encoded (COPY text, read back from the table beforehand), COPY'd into the same
+      partitioned tables with their real indexes, committed.
+    Before each timed step the hour is set to the state the step needs and the tables are vacuumed, so dead rows
+    of the previous step do not weigh on the next.
+    """
+    from django.db import connection, transaction
+
+    from apps.usage import services as ledger
+    from apps.usage.models import NodeHour, PodHour
+
+    tables = [(PodHour._meta.db_table, ledger.POD_COLUMNS), (NodeHour._meta.db_table, ledger.NODE_COLUMNS)]
+    encoded = []
+    with connection.cursor() as cur:
+        for table, columns in tables:
+            data = bytearray()
+            with cur.cursor.copy(f"COPY (SELECT {', '.join(columns)} FROM {table} WHERE cluster_id = %s AND "
+                                 f"hour = %s) TO STDOUT", (cluster.pk, hour)) as cp:
+                for chunk in cp:
+                    data += chunk
+            encoded.append((table, columns, bytes(data)))
+
+    def clean(*, empty: bool) -> None:
+        if empty:
+            with transaction.atomic():
+                for model in (PodHour, NodeHour):
+                    model.objects.filter(cluster=cluster, hour=hour).delete()
         with connection.cursor() as cur:
-            cur.execute(f"DROP TABLE {name}")
-    return rate
+            for table, _columns in tables:
+                cur.execute(f"VACUUM {table}")
+
+    def ceiling() -> float:
+        t0 = time.perf_counter()
+        with transaction.atomic(), connection.cursor() as cur:
+            for table, columns, data in encoded:
+                with cur.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:
+                    cp.write(data)
+        return time.perf_counter() - t0
+
+    def write_path() -> float:
+        t0 = time.perf_counter()
+        pod_rows, node_rows = ledger.ledger_rows(cluster, hour, result)
+        times["building the rows"].append(time.perf_counter() - t0)
+        with transaction.atomic():
+            ledger.replace_rows(cluster, hour, pod_rows, node_rows)
+        return time.perf_counter() - t0
+
+    times: dict[str, list[float]] = defaultdict(list)
+    for _ in range(rounds):
+        clean(empty=True)
+        times["ceiling"].append(ceiling())
+        clean(empty=False)
+        times["replace"].append(write_path())
+        clean(empty=True)
+        times["first"].append(write_path())
+    return times
 
 
 def main() -> None:
@@ -116,6 +177,7 @@ def main() -> None:
     parser.add_argument("--om", type=Path, help="reuse this export (from --keep-export) instead of exporting again")
     parser.add_argument("--end", help="end of the bucket (ISO, whole hour): the one the --om export covers")
     parser.add_argument("--keep-export", action="store_true", help="keep the OpenMetrics file (several GB)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of the write-path vs COPY measurement")
     parser.add_argument("--prom-data", type=Path,
                         help="Prometheus data dir kept between runs: backfilled only when empty (same --end!)")
     args = parser.parse_args()
@@ -138,7 +200,7 @@ def main() -> None:
     from apps.ingest.services import collect_cluster
     from apps.inventory.models import Cluster
     from apps.usage import services as usage_services
-    from apps.usage.models import PodHour
+    from apps.usage.models import NodeHour, PodHour
     from apps.usage.services import POD_COLUMNS
     from tests.harness.prometheus import PrometheusServer
     from tests.harness.services import free_port, tcp_reachable
@@ -199,6 +261,15 @@ def main() -> None:
         phases.wrap(findings_services, "replace_hour", "findings: replace_hour")
         phases.wrap(findings_services, "refresh_snapshot_kinds", "findings: snapshot kinds")
         phases.wrap_query(PrometheusSource)
+        # The computed bucket, kept for the write-path measurement below.
+        computed = {}
+        write_bucket = usage_services.write_bucket
+
+        def keep_result(cluster, hour, result, **kwargs):
+            computed["result"] = result
+            return write_bucket(cluster, hour, result, **kwargs)
+
+        usage_services.write_bucket = keep_result
         load_before = os.getloadavg()
         t0 = time.perf_counter()
         with connection.execute_wrapper(phases.sql_wrapper):
@@ -211,25 +282,11 @@ def main() -> None:
         n_findings = FindingHour.objects.filter(cluster=cluster, hour=hour).count()
         rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-        # Write path alone: replace the bucket again from already-computed rows, vs raw COPY of them.
-        rows = list(PodHour.objects.filter(cluster=cluster).values_list(*POD_COLUMNS))
-        n = len(rows)
-        from apps.usage import services as ledger
-
-        copy_rps = _copy_rate("TEMP TABLE copy_ceiling", "INCLUDING DEFAULTS INCLUDING IDENTITY", rows)
-        # The same COPY into a table with the ledger table's indexes and constraints (the unique key of issue 10
-        # and the query indexes): what any write of these rows into the ledger must pay at least.
-        indexed_rps = _copy_rate("TEMP TABLE copy_ceiling_indexed", "INCLUDING ALL", rows)
-        # Temp tables skip the write-ahead log; the ledger cannot. The same COPY into an ordinary (logged) table
-        # with the ledger's indexes, committed, is the ceiling of a durable write of these rows.
-        logged_rps = _copy_rate("TABLE bench_copy_ceiling_logged", "INCLUDING ALL", rows, drop=True)
-        t0 = time.perf_counter()
-        from django.db import transaction
-
-        with transaction.atomic():
-            PodHour.objects.filter(cluster=cluster, hour=hour).delete()
-            ledger._bulk_insert(PodHour, POD_COLUMNS, rows)
-        write_rps = n / (time.perf_counter() - t0)
+        # Write path vs raw COPY (G1), and the old ceiling for comparison with earlier figures.
+        pod_rows = list(PodHour.objects.filter(cluster=cluster, hour=hour).values_list(*POD_COLUMNS))
+        old_ceiling_rps = _copy_rate(pod_rows)
+        n = len(pod_rows) + NodeHour.objects.filter(cluster=cluster, hour=hour).count()
+        times = write_path_vs_copy(cluster, hour, computed["result"], args.rounds)
     finally:
         server.terminate()
         server.wait()
@@ -251,15 +308,24 @@ def main() -> None:
     f_wall = phases.wall.get("findings", 0.0)
     print(f"findings: {f_wall:.2f} s of the bucket ({f_wall / bucket_seconds:.0%}), {n_findings} finding rows "
           f"for the hour; bucket without findings {bucket_seconds - f_wall:.2f} s")
-    print("findings' Prometheus queries, slowest first (s, series, PromQL):")
-    for seconds, series, promql in sorted(phases.finding_queries, reverse=True):
-        print(f"  {seconds:6.2f} {series:>6}  {promql[:150]}")
+    print("Prometheus queries, slowest first (s, series, phase, PromQL):")
+    for seconds, series, phase, promql in sorted(phases.queries, reverse=True)[:15]:
+        print(f"  {seconds:6.2f} {series:>6}  {phase:<14} {promql[:130]}")
     print(f"Prometheus: {report.queries} queries, {report.samples} series returned, "
           f"{report.samples / max(report.queries, 1):.0f} per query")
-    print(f"pod rows: {n}; write path (delete + COPY in a transaction): {write_rps:,.0f} rows/s; "
-          f"raw COPY ceiling: {copy_rps:,.0f} rows/s; ratio {write_rps / copy_rps:.0%}; raw COPY into a table "
-          f"with the ledger's indexes: {indexed_rps:,.0f} rows/s; ratio {write_rps / indexed_rps:.0%}; the same into "
-          f"a logged table, committed: {logged_rps:,.0f} rows/s; ratio {write_rps / logged_rps:.0%}")
+    ceiling = statistics.median(times["ceiling"])
+    print(f"write path vs raw COPY (G1), {n:,} pod- and node-hour rows, median of {args.rounds} rounds "
+          f"(rows/s; each round's ratio in brackets):")
+    print(f"  raw COPY ceiling (pre-encoded, same tables and indexes, committed): {n / ceiling:,.0f}")
+    for key, label in [("replace", "write path, replacing the hour's rows"),
+                       ("first", "write path, the hour's first write")]:
+        t = statistics.median(times[key])
+        rounds = " ".join(f"{c / w:.0%}" for c, w in zip(times["ceiling"], times[key], strict=True))
+        print(f"  {label}: {n / t:,.0f} = {ceiling / t:.0%} of the ceiling [{rounds}]")
+    print(f"  of the write path, building the rows from the computed bucket: "
+          f"{statistics.median(times['building the rows']) * 1000:.0f} ms (median)")
+    print(f"  for comparison, the earlier ceiling (write_row COPY of the {len(pod_rows):,} pod rows into an "
+          f"unlogged temp table without indexes): {old_ceiling_rps:,.0f}")
     print(f"peak RSS: {rss_peak:.0f} MB (before collection {rss_before:.0f} MB)")
     print("load average before / after the bucket: " + " ".join(f"{v:.2f}" for v in load_before) + " / "
           + " ".join(f"{v:.2f}" for v in load_after) + f" ({os.cpu_count()} CPUs)")

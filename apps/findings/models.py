@@ -13,7 +13,8 @@ from django.conf import settings
 from django.db import models
 
 from apps.common import secrets
-from apps.inventory.models import Cluster, Team
+from apps.inventory.models import Team
+from apps.usage.models import ClusterKey, Money
 
 
 class Kind(models.TextChoices):
@@ -33,11 +34,6 @@ def GpuHours(**kwargs) -> models.DecimalField:  # noqa: N802 (a field factory, r
     return models.DecimalField(max_digits=24, decimal_places=9, **kwargs)
 
 
-def Money(**kwargs) -> models.DecimalField:  # noqa: N802
-    """USD to the micro-dollar, as the ledger keeps it."""
-    return models.DecimalField(max_digits=20, decimal_places=6, **kwargs)
-
-
 class Figures(models.Model):
     """Who a finding is about and what it cost.
 
@@ -46,7 +42,7 @@ class Figures(models.Model):
     An empty `team` is the platform's (seen by staff and finance only).
     """
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    cluster = ClusterKey(related_name="+")
     kind = models.CharField(max_length=32, choices=Kind.choices)
     subject = models.CharField(max_length=700)  # unique within (cluster, kind): pod uid, node/uuid/holder, ...
     team = models.CharField(max_length=100, blank=True)

@@ -147,6 +147,21 @@ def _node_tuples(cluster: Cluster, hour: datetime, result: BucketResult, charged
     return rows
 
 
+def ledger_rows(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple[list[tuple], list[tuple]]:
+    """The bucket's PodHour and NodeHour rows (POD_COLUMNS, NODE_COLUMNS), as `replace_rows` writes them."""
+    pod_rows, charged = _pod_tuples(cluster, hour, result)
+    return pod_rows, _node_tuples(cluster, hour, result, charged)
+
+
+def replace_rows(cluster: Cluster, hour: datetime, pod_rows: list[tuple], node_rows: list[tuple]) -> None:
+    """The hour's ledger rows replaced whole: delete, then COPY. Idempotent, so a re-collect converges.
+    This is the write path bench/collect measures against a raw COPY; call it in the bucket's transaction."""
+    for model in (PodHour, NodeHour):
+        model.objects.filter(cluster=cluster, hour=hour).delete()
+    _bulk_insert(PodHour, POD_COLUMNS, pod_rows)
+    _bulk_insert(NodeHour, NODE_COLUMNS, node_rows)
+
+
 def _bulk_insert(model: type, columns: list[str], rows: list[tuple]) -> None:
     """COPY on PostgreSQL (the write path benchmarked in bench/collect), bulk_create elsewhere."""
     if not rows:
@@ -259,8 +274,7 @@ def write_bucket(
     """
     now = timezone.now()
     final = covered_until >= hour + HOUR
-    pod_rows, charged = _pod_tuples(cluster, hour, result)
-    node_rows = _node_tuples(cluster, hour, result, charged)
+    pod_rows, node_rows = ledger_rows(cluster, hour, result)
     series, signals, coverage = measured(result)
     with transaction.atomic():
         lock_cluster(cluster)
@@ -277,10 +291,7 @@ def write_bucket(
             log.warning("bucket %s %s degraded source: %s", cluster.name, hour.isoformat(), loss,
                         extra={"cluster": cluster.name, "bucket": hour.isoformat()})
             return Bucket.Status.DEGRADED_SOURCE
-        for model in (PodHour, NodeHour):
-            model.objects.filter(cluster=cluster, hour=hour).delete()
-        _bulk_insert(PodHour, POD_COLUMNS, pod_rows)
-        _bulk_insert(NodeHour, NODE_COLUMNS, node_rows)
+        replace_rows(cluster, hour, pod_rows, node_rows)
         rollup_hour(cluster, hour)
         rollup_day(cluster, hour.date())
         bucket.state = Bucket.State.FINAL if final else Bucket.State.PROVISIONAL
