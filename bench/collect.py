@@ -1,7 +1,7 @@
 """bench/collect: one hour bucket of the `large` scenario (10,000 GPUs) end to end.
 
     python bench/collect.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench]
-                            [--keep-export] [--om FILE --end ISO-HOUR] [--prom-data DIR] [--rounds N]
+                            [--keep-export] [--om FILE --end ISO-HOUR] [--prom-data DIR] [--rounds N] [--hours N]
 
 Exports one hour of `large` (that hour only: no hour before it), backfills a real Prometheus, serves
 the simulator's Kubernetes API, then times one `collect_cluster` bucket. Reports: bucket time, split into
@@ -9,7 +9,7 @@ its phases (Kubernetes snapshot, ledger bucket, findings), with the Prometheus a
 Prometheus queries and samples per query, peak RSS, and the write path against a raw COPY ceiling measured
 in the same run (goal G1 of ../shared/reference/performance-and-reliability.md: build the ledger rows from the
 computed bucket, delete + COPY, committed; vs the same rows pre-encoded, COPY'd into the same tables with their
-real indexes; median of --rounds interleaved rounds).
+real indexes; --hours hours of the bucket per measurement, median of --rounds interleaved rounds).
 Nothing here is asserted: these are measurements (see bench/README.md).
 """
 
@@ -106,17 +106,21 @@ def _copy_rate(rows: list[tuple]) -> float:
     return len(rows) / (time.perf_counter() - t0)
 
 
-def write_path_vs_copy(cluster, hour: datetime, result, rounds: int) -> dict[str, list[float]]:
+def write_path_vs_copy(cluster, hour: datetime, result, *, hours: int, rounds: int) -> dict[str, list[float]]:
     """G1 of ../shared/reference/performance-and-reliability.md, in `rounds` interleaved rounds (seconds each).
 
+    The computed bucket is written for `hours` consecutive hours from `hour` (a catch-up: one transaction per
+    hour, as the collector writes them), so each measurement moves ~100,000 rows rather than one hour's few
+    thousand, whose 0.1-0.2 s are mostly noise and fixed costs.
     - write path: what the collector does with a computed bucket: build the pod- and node-hour rows from the
       parsed result (`ledger_rows`), then `replace_rows` (delete the hour's rows, COPY with write_row), committed.
-      Timed twice per round: replacing the hour's rows (a re-collect, a provisional hour made final) and writing
-      an hour that holds none (its first collection).
-    - ceiling: the same rows pre-encoded (COPY text, read back from the table beforehand), COPY'd into the same
-      partitioned tables with their real indexes, committed.
-    Before each timed step the hour is set to the state the step needs and the tables are vacuumed, so dead rows
-    of the previous step do not weigh on the next.
+      Timed twice per round: replacing the hours' rows (a re-collect, a provisional hour made final) and writing
+      hours that hold none (their first collection).
+    - ceiling: the same rows pre-encoded (COPY text, read back from the tables beforehand), COPY'd into the same
+      partitioned tables with their real indexes, one committed transaction per hour; for the replace, the same
+      after a plain DELETE of the hour's rows in that transaction.
+    Before each timed step the hours are set to the state the step needs and the tables are vacuumed, so dead
+    rows of the previous step do not weigh on the next. Afterwards only `hour` holds rows, as collected.
     """
     from django.db import connection, transaction
 
@@ -124,49 +128,63 @@ def write_path_vs_copy(cluster, hour: datetime, result, rounds: int) -> dict[str
     from apps.usage.models import NodeHour, PodHour
 
     tables = [(PodHour._meta.db_table, ledger.POD_COLUMNS), (NodeHour._meta.db_table, ledger.NODE_COLUMNS)]
-    encoded = []
-    with connection.cursor() as cur:
-        for table, columns in tables:
-            data = bytearray()
-            with cur.cursor.copy(f"COPY (SELECT {', '.join(columns)} FROM {table} WHERE cluster_id = %s AND "
-                                 f"hour = %s) TO STDOUT", (cluster.pk, hour)) as cp:
-                for chunk in cp:
-                    data += chunk
-            encoded.append((table, columns, bytes(data)))
+    span = [hour + timedelta(hours=i) for i in range(hours)]
+    times: dict[str, list[float]] = defaultdict(list)
 
-    def clean(*, empty: bool) -> None:
-        if empty:
+    def write_path() -> float:
+        t0 = time.perf_counter()
+        built = 0.0
+        for h in span:
+            t1 = time.perf_counter()
+            pod_rows, node_rows = ledger.ledger_rows(cluster, h, result)
+            built += time.perf_counter() - t1
             with transaction.atomic():
-                for model in (PodHour, NodeHour):
-                    model.objects.filter(cluster=cluster, hour=hour).delete()
+                ledger.replace_rows(cluster, h, pod_rows, node_rows)
+        times["building the rows"].append(built)
+        return time.perf_counter() - t0
+
+    def clean(*, keep: list[datetime]) -> None:
+        with transaction.atomic():
+            for model in (PodHour, NodeHour):
+                model.objects.filter(cluster=cluster, hour__gte=span[0], hour__lte=span[-1]).exclude(
+                    hour__in=keep).delete()
         with connection.cursor() as cur:
             for table, _columns in tables:
                 cur.execute(f"VACUUM {table}")
 
-    def ceiling() -> float:
+    write_path()  # the rows of every hour, to encode
+    encoded: dict[datetime, list[tuple[str, list[str], bytes]]] = defaultdict(list)
+    with connection.cursor() as cur:
+        for h in span:
+            for table, columns in tables:
+                data = bytearray()
+                with cur.cursor.copy(f"COPY (SELECT {', '.join(columns)} FROM {table} WHERE cluster_id = %s "
+                                     f"AND hour = %s) TO STDOUT", (cluster.pk, h)) as cp:
+                    for chunk in cp:
+                        data += chunk
+                encoded[h].append((table, columns, bytes(data)))
+
+    def ceiling(*, replace: bool) -> float:
         t0 = time.perf_counter()
-        with transaction.atomic(), connection.cursor() as cur:
-            for table, columns, data in encoded:
-                with cur.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:
-                    cp.write(data)
+        for h in span:
+            with transaction.atomic(), connection.cursor() as cur:
+                for table, columns, data in encoded[h]:
+                    if replace:
+                        cur.execute(f"DELETE FROM {table} WHERE cluster_id = %s AND hour = %s", (cluster.pk, h))
+                    with cur.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:
+                        cp.write(data)
         return time.perf_counter() - t0
 
-    def write_path() -> float:
-        t0 = time.perf_counter()
-        pod_rows, node_rows = ledger.ledger_rows(cluster, hour, result)
-        times["building the rows"].append(time.perf_counter() - t0)
-        with transaction.atomic():
-            ledger.replace_rows(cluster, hour, pod_rows, node_rows)
-        return time.perf_counter() - t0
-
-    times: dict[str, list[float]] = defaultdict(list)
     for _ in range(rounds):
-        clean(empty=True)
-        times["ceiling"].append(ceiling())
-        clean(empty=False)
+        clean(keep=[])
+        times["ceiling"].append(ceiling(replace=False))
+        clean(keep=span)
+        times["ceiling, replacing"].append(ceiling(replace=True))
+        clean(keep=span)
         times["replace"].append(write_path())
-        clean(empty=True)
+        clean(keep=[])
         times["first"].append(write_path())
+    clean(keep=[hour])
     return times
 
 
@@ -177,7 +195,8 @@ def main() -> None:
     parser.add_argument("--om", type=Path, help="reuse this export (from --keep-export) instead of exporting again")
     parser.add_argument("--end", help="end of the bucket (ISO, whole hour): the one the --om export covers")
     parser.add_argument("--keep-export", action="store_true", help="keep the OpenMetrics file (several GB)")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds of the write-path vs COPY measurement")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the write-path vs COPY measurement")
+    parser.add_argument("--hours", type=int, default=24, help="hours written per write-path / COPY measurement")
     parser.add_argument("--prom-data", type=Path,
                         help="Prometheus data dir kept between runs: backfilled only when empty (same --end!)")
     args = parser.parse_args()
@@ -285,8 +304,8 @@ def main() -> None:
         # Write path vs raw COPY (G1), and the old ceiling for comparison with earlier figures.
         pod_rows = list(PodHour.objects.filter(cluster=cluster, hour=hour).values_list(*POD_COLUMNS))
         old_ceiling_rps = _copy_rate(pod_rows)
-        n = len(pod_rows) + NodeHour.objects.filter(cluster=cluster, hour=hour).count()
-        times = write_path_vs_copy(cluster, hour, computed["result"], args.rounds)
+        n = (len(pod_rows) + NodeHour.objects.filter(cluster=cluster, hour=hour).count()) * args.hours
+        times = write_path_vs_copy(cluster, hour, computed["result"], hours=args.hours, rounds=args.rounds)
     finally:
         server.terminate()
         server.wait()
@@ -313,17 +332,19 @@ def main() -> None:
         print(f"  {seconds:6.2f} {series:>6}  {phase:<14} {promql[:130]}")
     print(f"Prometheus: {report.queries} queries, {report.samples} series returned, "
           f"{report.samples / max(report.queries, 1):.0f} per query")
-    ceiling = statistics.median(times["ceiling"])
-    print(f"write path vs raw COPY (G1), {n:,} pod- and node-hour rows, median of {args.rounds} rounds "
-          f"(rows/s; each round's ratio in brackets):")
-    print(f"  raw COPY ceiling (pre-encoded, same tables and indexes, committed): {n / ceiling:,.0f}")
-    for key, label in [("replace", "write path, replacing the hour's rows"),
-                       ("first", "write path, the hour's first write")]:
-        t = statistics.median(times[key])
-        rounds = " ".join(f"{c / w:.0%}" for c, w in zip(times["ceiling"], times[key], strict=True))
-        print(f"  {label}: {n / t:,.0f} = {ceiling / t:.0%} of the ceiling [{rounds}]")
+    print(f"write path vs raw COPY (G1), {n:,} pod- and node-hour rows ({args.hours} hours of this bucket), median of "
+          f"{args.rounds} rounds (rows/s; each round's ratio in brackets):")
+    for key, ceiling_key, label, ceiling_label in [
+        ("first", "ceiling", "write path, hours written the first time",
+         "raw COPY (pre-encoded, same tables and indexes, a transaction per hour)"),
+        ("replace", "ceiling, replacing", "write path, replacing the hours' rows",
+         "raw DELETE + COPY (the same, deleting the hour's rows first)"),
+    ]:
+        ceiling, t = statistics.median(times[ceiling_key]), statistics.median(times[key])
+        rounds = " ".join(f"{c / w:.0%}" for c, w in zip(times[ceiling_key], times[key], strict=True))
+        print(f"  {label}: {n / t:,.0f} = {ceiling / t:.0%} of the {ceiling_label}: {n / ceiling:,.0f} [{rounds}]")
     print(f"  of the write path, building the rows from the computed bucket: "
-          f"{statistics.median(times['building the rows']) * 1000:.0f} ms (median)")
+          f"{statistics.median(times['building the rows']):.2f} s (median)")
     print(f"  for comparison, the earlier ceiling (write_row COPY of the {len(pod_rows):,} pod rows into an "
           f"unlogged temp table without indexes): {old_ceiling_rps:,.0f}")
     print(f"peak RSS: {rss_peak:.0f} MB (before collection {rss_before:.0f} MB)")

@@ -308,6 +308,8 @@ GPUFINOPS_API_TOKEN_MAX_DAYS = envint("GPUFINOPS_API_TOKEN_MAX_DAYS", 365)
 GPUFINOPS_SECRETS_KEY = envsecret("GPUFINOPS_SECRETS_KEY", "")
 GPUFINOPS_PROMETHEUS_TIMEOUT = envfloat("GPUFINOPS_PROMETHEUS_TIMEOUT", 30.0)
 GPUFINOPS_KUBERNETES_TIMEOUT = envfloat("GPUFINOPS_KUBERNETES_TIMEOUT", 30.0)
+# At most this many of a bucket's independent Prometheus queries in flight at once (1: one at a time).
+GPUFINOPS_PROMETHEUS_PARALLEL = envint("GPUFINOPS_PROMETHEUS_PARALLEL", 3)
 
 # ---- Findings (apps/findings, docs/findings.md): the rules' thresholds, infra loss, telling the owners ----
 # Idle-held: an idle allocation with more than this much framebuffer in use (MiB, average over the hour).

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from apps.capacity import services as capacity
@@ -66,9 +67,14 @@ class CollectReport:
 
 
 def record_snapshot(cluster: Cluster, snap: ClusterSnapshot) -> None:
-    """Everything one read of the Kubernetes API shows: nodes, pod observations, then the side snapshots."""
-    inventory.nodes_sync(cluster, snap.nodes, snap.taken_at)
-    ledger.record_pod_observations(cluster, snap)
+    """Everything one read of the Kubernetes API shows: nodes, pod observations, then the side snapshots.
+
+    Nodes and observations are written under the cluster's lock (the ledger's per-cluster serialization): two
+    first collections of a cluster at once would otherwise both create its nodes (uniq_node, seen in CI)."""
+    with transaction.atomic():
+        ledger.lock_cluster(cluster)
+        inventory.nodes_sync(cluster, snap.nodes, snap.taken_at)
+        ledger.record_pod_observations(cluster, snap)
     record_side_snapshots(cluster, snap)
 
 

@@ -31,7 +31,7 @@ def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -
         cls = gpus.classify_node(info.labels, info.capacity)
         gname = gpus.node_group(info.labels, cls.gpu_model, settings.GPUFINOPS_NODE_GROUP_LABELS)
         if gname not in groups:
-            # get_or_create: two first collections of a cluster at once both see the group missing.
+            # get_or_create: safe even where the caller holds no cluster lock (ingest takes one).
             groups[gname] = NodeGroup.objects.get_or_create(cluster=cluster, name=gname)[0]
         node = existing.get(info.name)
         if node is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -175,19 +176,25 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
     api_client = api_client or api_client_for(cluster)
     api = client.CoreV1Api(api_client)
     taken_at = datetime.now(UTC)
-    try:
-        nodes = [info for info in map(_to_node, _paged(api.list_node)) if is_gpu_node(info.labels, info.capacity)]
-        pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
-        metas = [ns.get("metadata") or {} for ns in _paged(api.list_namespace)]
-        namespaces = [NamespaceInfo(m.get("name") or "", dict(m.get("labels") or {})) for m in metas]
-    except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
-        raise KubernetesError(f"Kubernetes API: {type(exc).__name__}: {str(exc)[:300]}") from exc
-    try:
-        kueue, kueue_error = read_kueue(api_client), ""
-    except KueueError as exc:
-        kueue, kueue_error = None, str(exc)
-        log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
-    owners, owners_error = read_owners(api_client)
+    # Kueue's objects and the workload owners are read side by side with the core LISTs: the snapshot is
+    # mostly waiting on the API server (one connection pool, thread-safe, serves the three).
+    with ThreadPoolExecutor(2, thread_name_prefix="kubernetes") as pool:
+        kueue_read = pool.submit(read_kueue, api_client)
+        owners_read = pool.submit(read_owners, api_client)
+        try:
+            nodes = [info for info in map(_to_node, _paged(api.list_node))
+                     if is_gpu_node(info.labels, info.capacity)]
+            pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
+            metas = [ns.get("metadata") or {} for ns in _paged(api.list_namespace)]
+            namespaces = [NamespaceInfo(m.get("name") or "", dict(m.get("labels") or {})) for m in metas]
+        except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
+            raise KubernetesError(f"Kubernetes API: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        try:
+            kueue, kueue_error = kueue_read.result(), ""
+        except KueueError as exc:
+            kueue, kueue_error = None, str(exc)
+            log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
+        owners, owners_error = owners_read.result()
     return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces), kueue, kueue_error, owners,
                            owners_error)
 

@@ -11,8 +11,10 @@ import base64
 import logging
 import math
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -132,30 +134,29 @@ class _FindingQueries:
 
     def query(self, promql: str, at: datetime) -> list[dict]: ...  # pragma: no cover (PrometheusSource's)
 
-    def _per_device(self, promql: str, at: datetime) -> dict[tuple[str, str], float]:
+    def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict]]: ...  # pragma: no cover
+
+    @staticmethod
+    def _by_device(answer: list[dict]) -> dict[tuple[str, str], float]:
         out: dict[tuple[str, str], float] = {}
-        for r in self.query(promql, at):
+        for r in answer:
             v = _value(r)
             node, uuid = _device(r["metric"])
             if v is not None and uuid:
                 out[(node, uuid)] = v
         return out
 
-    def _increase(self, metric: str, rng: str, at: datetime) -> dict[tuple[str, str], float]:
-        """max - min of a counter per GPU over the bucket (PromQL arithmetic is left out: see the class), for GPUs
-        whose counter is above 0 at all; the minimum is asked only for those."""
+    @staticmethod
+    def _top(answer: list[dict]) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
+        """Per GPU: the value, and which label spells its UUID (for a matcher naming those GPUs)."""
         label_of: dict[tuple[str, str], str] = {}
         top: dict[tuple[str, str], float] = {}
-        for r in self.query(f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at):
+        for r in answer:
             v, key = _value(r), _device(r["metric"])
             if v is not None and key[1]:
                 top[key] = v
                 label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
-        if not top:
-            return {}
-        matcher = self._uuid_matcher(top, label_of)
-        low = self._per_device(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{matcher}}}[{rng}]))", at)
-        return {k: v - low.get(k, v) for k, v in top.items() if v - low.get(k, v) > 0}
+        return top, label_of
 
     def _uuid_matcher(self, devices: Collection[tuple[str, str]], label_of: Mapping[tuple[str, str], str]) -> str:
         """A matcher restricting a query to these GPUs, or "" (unrestricted) when too many or mixed labels."""
@@ -165,40 +166,55 @@ class _FindingQueries:
         return f'{labels.pop()}=~"{_regex({u for _n, u in devices})}"'
 
     def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
+        """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
+        report, then the details for those only."""
         rng, at = window(start, end)
         fields: dict[tuple[str, str], dict] = defaultdict(dict)
-        # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
-        for fn in ("max_over_time", "last_over_time"):
-            q = f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, '', rng)}) > 0"
-            for key, v in self._per_device(q, at).items():
+        # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out:
+        # see the class), the minimum asked only for GPUs whose counter is above 0 at all.
+        counters = ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
+                    (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0))
+        clocks = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
+        xid_max, xid_last, clock_top, remap_failure, *counter_tops = self.query_all([
+            # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
+            *((f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, '', rng)}) > 0", at)
+              for fn in ("max_over_time", "last_over_time")),
+            # Clock events: GPUs whose bitmask reached a counted bit (then its min, max and mean for those).
+            (f"{clocks} >= {CLOCK_EVENT_CANDIDATE}", at),
+            (f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at),
+            *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at) for metric, _n, _s in counters),
+        ])
+        for answer in (xid_max, xid_last):
+            for key, v in self._by_device(answer).items():
                 fields[key].setdefault("xid", set()).add(int(v))
-        # Clock events: GPUs whose bitmask reached a counted bit, then its min, max and mean for those.
-        q = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
-        label_of: dict[tuple[str, str], str] = {}
-        top: dict[tuple[str, str], float] = {}
-        for r in self.query(f"{q} >= {CLOCK_EVENT_CANDIDATE}", at):
-            v = _value(r)
-            key = _device(r["metric"])
-            if v is not None and key[1]:
-                top[key] = v
-                label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
+        for key in self._by_device(remap_failure):
+            fields[key]["remap_failure"] = True
+        details: list[tuple[str, datetime]] = []
+        top, label_of = self._top(clock_top)
         if top:
             matcher = self._uuid_matcher(top, label_of)
-            low = self._per_device(
-                f"min by ({DEVICE_BY}) ({_alternatives('min_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at)
-            total = self._per_device(
-                f"sum by ({DEVICE_BY}) ({_alternatives('sum_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at)
-            count = self._per_device(
-                f"sum by ({DEVICE_BY}) ({_alternatives('count_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at)
+            details += [
+                (f"min by ({DEVICE_BY}) ({_alternatives('min_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at),
+                (f"sum by ({DEVICE_BY}) ({_alternatives('sum_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at),
+                (f"sum by ({DEVICE_BY}) ({_alternatives('count_over_time', CLOCK_EVENT_METRICS, matcher, rng)})",
+                 at),
+            ]
+        tops = [self._top(answer) for answer in counter_tops]
+        asked = [(name, scale, t) for (metric, name, scale), (t, label_of) in zip(counters, tops, strict=True) if t]
+        details += [(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{self._uuid_matcher(t, label_of)}}}[{rng}]))", at)
+                    for (metric, _n, _s), (t, label_of) in zip(counters, tops, strict=True) if t]
+        answers = [self._by_device(a) for a in self.query_all(details)]
+        if top:
+            low, total, count = answers[:3]
+            answers = answers[3:]
             for key, v in top.items():
                 if count.get(key):
                     fields[key]["clock"] = (int(low.get(key, v)), int(v), total.get(key, v) / count[key])
-        for metric, name, scale in ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
-                                    (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0)):
-            for key, v in self._increase(metric, rng, at).items():
-                fields[key][name] = v * scale
-        for key in self._per_device(f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at):
-            fields[key]["remap_failure"] = True
+        for (name, scale, t), low in zip(asked, answers, strict=True):
+            for key, v in t.items():
+                increase = v - low.get(key, v)
+                if increase > 0:
+                    fields[key][name] = increase * scale
         seconds = (end - start).total_seconds()
         return [
             DeviceHealth(
@@ -331,6 +347,7 @@ class PrometheusSource(_FindingQueries):
         )
         self.queries = 0
         self.samples = 0
+        self._counting = threading.Lock()  # query_all's threads count too
         self.warnings: list[str] = []
         # How series name their pod: "exported" (Prometheus Operator, honorLabels false: exported_pod) or
         # "plain" (pod); learnt from the activity series, None until known.
@@ -338,28 +355,41 @@ class PrometheusSource(_FindingQueries):
 
     # ---- plumbing ----
     def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
-        self.queries += 1
+        with self._counting:
+            self.queries += 1
         try:
             result = self.prom.custom_query(query=promql, params={"time": at.timestamp()})
         except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
             raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {str(exc)[:300]}") from exc
         if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
             raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
-        self.samples += len(result)
+        with self._counting:
+            self.samples += len(result)
         return result
 
+    def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]]]:
+        """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at
+        once: a bucket mostly waits on Prometheus, which answers several queries side by side. The first
+        failure is raised, as `query` raises it."""
+        workers = min(settings.GPUFINOPS_PROMETHEUS_PARALLEL, len(queries))
+        if workers <= 1:
+            return [self.query(promql, at) for promql, at in queries]
+        with ThreadPoolExecutor(workers, thread_name_prefix="prometheus") as pool:
+            return list(pool.map(lambda q: self.query(*q), queries))
+
     # ---- DCGM activity ----
-    def _signal_series(self, signal: str, start: datetime, end: datetime) -> dict[tuple, float]:
+    def _signal_query(self, signal: str, rng: str) -> str:
         metric = self.metrics[signal]
-        rng, at = window(start, end)
         # Prometheus Operator with honorLabels=false renames the exporter's pod labels to exported_*.
-        q = (
+        return (
             f'avg_over_time({metric}{{exported_pod!=""}}[{rng}]) or '
             f'avg_over_time({metric}{{pod!="",exported_pod=""}}[{rng}])'
         )
+
+    def _signal_series(self, signal: str, answer: list[dict[str, Any]]) -> dict[tuple, float]:
         scale = SIGNAL_SCALE.get(signal, 1.0)
         out: dict[tuple, float] = {}
-        for r in self.query(q, at):
+        for r in answer:
             m = r["metric"]
             pod = m.get("exported_pod") or m.get("pod") or ""
             ns = m.get("exported_namespace") or m.get("namespace") or ""
@@ -384,7 +414,9 @@ class PrometheusSource(_FindingQueries):
     def activity(self, start: datetime, end: datetime) -> list[SeriesFact]:
         """Every signal's series, each kept under its own name: a signal the exporter lacks stays missing
         (its hours unmeasured), never filled with another signal's values (ledger.md "Activity")."""
-        per_signal = {s: self._signal_series(s, start, end) for s in SIGNALS}
+        rng, at = window(start, end)
+        answers = self.query_all([(self._signal_query(s, rng), at) for s in SIGNALS])
+        per_signal = {s: self._signal_series(s, answer) for s, answer in zip(SIGNALS, answers, strict=True)}
         keys = set().union(*per_signal.values())
         facts = []
         for key in sorted(keys):
@@ -439,8 +471,16 @@ class PrometheusSource(_FindingQueries):
         starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", at)
         if not starts:
             return []
+        requests = ("kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests")
+        completions, *request_answers, label_answer, info, owner_answer = self.query_all([
+            (f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", at),
+            *((f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at) for metric in requests),
+            (f"max_over_time(kube_pod_labels[{rng}])", at),
+            (f"max_over_time(kube_pod_info[{rng}])", at),
+            (f'max_over_time(kube_pod_owner{{owner_is_controller="true"}}[{rng}])', at),
+        ])
         done: dict[str, float] = {}
-        for r in self.query(f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", at):
+        for r in completions:
             v = _value(r)
             if v:
                 done[r["metric"].get("uid", "")] = v
@@ -449,11 +489,8 @@ class PrometheusSource(_FindingQueries):
         app: dict[str, dict[str, dict[str, float]]] = {}
         init: dict[str, dict[str, dict[str, float]]] = {}
         nodes: dict[str, str] = {}
-        for metric, target in (
-            ("kube_pod_container_resource_requests", app),
-            ("kube_pod_init_container_resource_requests", init),
-        ):
-            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at):
+        for answer, target in zip(request_answers, (app, init), strict=True):
+            for r in answer:
                 m, v = r["metric"], _value(r)
                 res = ksm_resource(m.get("resource", ""))
                 if v is None or res is None:
@@ -463,14 +500,14 @@ class PrometheusSource(_FindingQueries):
                 if m.get("node"):
                     nodes[uid] = m["node"]
         labels: dict[str, dict[str, str]] = {}
-        for r in self.query(f"max_over_time(kube_pod_labels[{rng}])", at):
+        for r in label_answer:
             labels[r["metric"].get("uid", "")] = unsanitized(r["metric"], label_keys)
-        for r in self.query(f"max_over_time(kube_pod_info[{rng}])", at):
+        for r in info:
             m = r["metric"]
             if m.get("node") and m.get("uid"):
                 nodes.setdefault(m["uid"], m["node"])
         owners = {}
-        for r in self.query(f'max_over_time(kube_pod_owner{{owner_is_controller="true"}}[{rng}])', at):
+        for r in owner_answer:
             m = r["metric"]
             if m.get("uid") and m.get("owner_kind") and m.get("owner_name") not in (None, "", "<none>"):
                 owners[m["uid"]] = (m["owner_kind"], m["owner_name"])
@@ -525,17 +562,21 @@ class PrometheusSource(_FindingQueries):
             f"max_over_time(kube_node_labels[{rng}])", at)}
         if not labels:
             return []
+        resources = ("kube_node_status_allocatable", "kube_node_status_capacity")
+        *resource_answers, unschedulable, unready = self.query_all([
+            *((f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at) for metric in resources),
+            (f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", at),
+            (f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', at),
+        ])
         alloc: dict[str, dict[str, float]] = {}
         cap: dict[str, dict[str, float]] = {}
-        for metric, target in (("kube_node_status_allocatable", alloc), ("kube_node_status_capacity", cap)):
-            for r in self.query(f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at):
+        for answer, target in zip(resource_answers, (alloc, cap), strict=True):
+            for r in answer:
                 res, v = ksm_resource(r["metric"].get("resource", "")), _value(r)
                 if res and v is not None:
                     target.setdefault(r["metric"].get("node", ""), {})[res] = v
-        cordoned = {r["metric"].get("node", "") for r in self.query(
-            f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", at)}
-        not_ready = {r["metric"].get("node", "") for r in self.query(
-            f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', at)}
+        cordoned = {r["metric"].get("node", "") for r in unschedulable}
+        not_ready = {r["metric"].get("node", "") for r in unready}
         first = self._seen("kube_node_labels", "node", "min", start, end, set(labels) - {""})
         last = self._seen("kube_node_labels", "node", "max", start, end, set(labels) - {""})
         nodes = []
