@@ -52,9 +52,10 @@ def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -
         node.last_seen = seen_at
         node.gone = False
         seen.append(node)
-    # Bulk writes: one UPDATE per node was most of an observation's time on a 1,250-node cluster.
-    Node.objects.bulk_create(to_create, batch_size=1000)
-    Node.objects.bulk_update(to_update, NODE_FIELDS, batch_size=1000)
+    # One upsert for new and known nodes (one UPDATE per node, then Django's bulk_update and its CASE
+    # expressions, were most of an observation's time on a 1,250-node cluster). first_seen is not updated.
+    Node.objects.bulk_create(to_create + to_update, batch_size=1000, update_conflicts=True,
+                             unique_fields=["cluster", "name"], update_fields=NODE_FIELDS)
     names = {n.name for n in seen}
     Node.objects.filter(cluster=cluster, gone=False).exclude(name__in=names).update(gone=True)
     return seen

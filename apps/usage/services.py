@@ -353,9 +353,11 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
             if obs.finished is None and obs.started is not None:
                 obs.finished = obs.last_seen  # disappeared while running: ends at its last observation
             to_update.append(obs)
-    # Bulk writes: a 10,000-GPU cluster has thousands of GPU pods; one UPDATE each dominated the bucket.
-    PodObservation.objects.bulk_create(to_create, batch_size=1000)
-    PodObservation.objects.bulk_update(to_update, OBSERVATION_FIELDS, batch_size=1000)
+    # One upsert (INSERT ... ON CONFLICT DO UPDATE) for new and known pods alike: a 10,000-GPU cluster has
+    # thousands of GPU pods, and Django's bulk_update spent 16 s building its CASE expressions for 3,860 of
+    # them (bench/collect's steady state), the upsert 0.9 s. first_seen is not among the updated fields.
+    PodObservation.objects.bulk_create(to_create + to_update, batch_size=1000, update_conflicts=True,
+                                       unique_fields=["cluster", "uid"], update_fields=OBSERVATION_FIELDS)
 
 
 # ---- Collecting one bucket ----
