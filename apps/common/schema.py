@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from django.db import migrations
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 
@@ -33,3 +36,17 @@ def create_column_index(schema_editor: BaseDatabaseSchemaEditor, table: str, col
         name = schema_editor.quote_name(f"{table}_{column}_idx")
         schema_editor.execute(f"CREATE INDEX {name} ON {schema_editor.quote_name(table)} "
                               f"({schema_editor.quote_name(column)})")
+
+
+def drop_column_indexes(tables: Sequence[str], column: str) -> migrations.RunPython:
+    """A migration operation: `drop_column_index` on each of `tables` (reversed by `create_column_index`)."""
+
+    def forward(apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+        for table in tables:
+            drop_column_index(schema_editor, table, column)
+
+    def backward(apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+        for table in tables:
+            create_column_index(schema_editor, table, column)
+
+    return migrations.RunPython(forward, backward)

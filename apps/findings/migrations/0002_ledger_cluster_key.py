@@ -5,19 +5,9 @@ indexes are dropped (apps.common.schema); the keys' constraints stay as they are
 import django.db.models.deletion
 from django.db import migrations, models
 
-from apps.common.schema import create_column_index, drop_column_index
+from apps.common.schema import drop_column_indexes
 
 TABLES = ['findings_finding', 'findings_findinghour']
-
-
-def forward(apps, schema_editor):
-    for table in TABLES:
-        drop_column_index(schema_editor, table, "cluster_id")
-
-
-def backward(apps, schema_editor):
-    for table in TABLES:
-        create_column_index(schema_editor, table, "cluster_id")
 
 
 class Migration(migrations.Migration):
@@ -41,6 +31,6 @@ class Migration(migrations.Migration):
                     field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='inventory.cluster'),
                 ),
             ],
-            database_operations=[migrations.RunPython(forward, backward)],
+            database_operations=[drop_column_indexes(TABLES, "cluster_id")],
         ),
     ]

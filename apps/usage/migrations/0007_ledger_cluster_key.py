@@ -6,19 +6,9 @@ stay as they are."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-from apps.common.schema import create_column_index, drop_column_index
+from apps.common.schema import drop_column_indexes
 
 TABLES = ['usage_bucket', 'usage_capacityday', 'usage_capacityhour', 'usage_nodehour', 'usage_podhour', 'usage_podobservation', 'usage_usageday', 'usage_usagehour', 'usage_workloadday']
-
-
-def forward(apps, schema_editor):
-    for table in TABLES:
-        drop_column_index(schema_editor, table, "cluster_id")
-
-
-def backward(apps, schema_editor):
-    for table in TABLES:
-        create_column_index(schema_editor, table, "cluster_id")
 
 
 class Migration(migrations.Migration):
@@ -85,6 +75,6 @@ class Migration(migrations.Migration):
                     field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, to='inventory.cluster'),
                 ),
             ],
-            database_operations=[migrations.RunPython(forward, backward)],
+            database_operations=[drop_column_indexes(TABLES, "cluster_id")],
         ),
     ]
