@@ -24,8 +24,9 @@ from apps.dashboard.selectors.shared import (
 )
 from apps.dashboard.selectors.workloads import sort_rows, too_many_workloads, workload_rows
 from apps.dashboard.tables import Block, Column
+from apps.findings.selectors import idle_allocation_list
 from apps.usage.figures import Unit, UsageFigures
-from apps.usage.selectors import TooLarge, UsageReport, clusters_missing_signal, idle_allocation_list, pod_workloads
+from apps.usage.selectors import TooLarge, UsageReport, clusters_missing_signal, pod_workloads
 
 TOP = 5
 TEAM_COLUMNS = [
@@ -68,7 +69,7 @@ COST_COLUMNS = [
 def idle_now(scope: Scope, limit: int = 10) -> tuple[list[dict[str, Any]], int]:
     """Pods holding idle GPUs right now (the ledger's idle allocations) in the page's scope, with their workloads."""
     clusters = scope.filters.get("cluster", ())
-    # Idle allocations are found under the default signal only (they are findings computed at collection).
+    # Idle allocations are findings (computed at collection, under the default signal only): read from their app.
     rows = idle_allocation_list(visible_teams=teams_in_scope(scope),
                                 cluster=clusters[0] if len(clusters) == 1 else None)
     for key in ("cluster", "namespace", "node_group", "gpu_model"):
