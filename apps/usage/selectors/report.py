@@ -235,19 +235,20 @@ def _grouped_rows(
 ) -> list[tuple[dict[str, str], UsageFigures]]:
     """Each group's values and its unrounded figures under `signal` (at most GPUFINOPS_API_MAX_ROWS groups)."""
     qs, columns = group_columns(qs, group_by, by_day=by_day, cluster_column="cluster_id")
-    rows = (
-        qs.values(*columns)
-        .annotate(
-            _allocated=Sum("allocated_gpu_hours"),
-            _working=Sum(f"working_{signal}"),
-            _idle=Sum(f"idle_{signal}"),
-            _unmeasured=Sum(f"unmeasured_{signal}"),
-            _cost=Sum("cost"),
-            _idle_cost=Sum(f"idle_cost_{signal}"),
-            _unpriced=Sum("unpriced_gpu_hours"),
-        )
-        .order_by(*columns)
-    )[: settings.GPUFINOPS_API_MAX_ROWS + 1]
+    sums = {
+        "_allocated": Sum("allocated_gpu_hours"),
+        "_working": Sum(f"working_{signal}"),
+        "_idle": Sum(f"idle_{signal}"),
+        "_unmeasured": Sum(f"unmeasured_{signal}"),
+        "_cost": Sum("cost"),
+        "_idle_cost": Sum(f"idle_cost_{signal}"),
+        "_unpriced": Sum("unpriced_gpu_hours"),
+    }
+    if not columns:  # no group: one row of the sums, none when nothing matched (`values()` would group by every column)
+        total = qs.aggregate(**sums)
+        rows = [total] if total["_allocated"] is not None else []
+    else:
+        rows = list(qs.values(*columns).annotate(**sums).order_by(*columns)[: settings.GPUFINOPS_API_MAX_ROWS + 1])
     if len(rows) > settings.GPUFINOPS_API_MAX_ROWS:
         raise TooLarge(
             "group_by",
