@@ -84,9 +84,9 @@ def history(scope: Scope, *, by: Sequence[str] = (), signal: str | None = None,
         for i, w in enumerate(windows):
             rep = report(scope, list(by), window=w, signal=signal, filters=filters)
             has[i] = bool(rep.results)
+            if by:
+                values[i].update((tuple(r.group[k] for k in by), r.figures) for r in rep.results)
             values[i][()] = rep.totals
-            for r in rep.results:
-                values[i][tuple(r.group[k] for k in by)] = r.figures
     return History(windows, values, has, scope.window)
 
 
