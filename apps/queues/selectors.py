@@ -116,35 +116,6 @@ def admission_waits(
     ]
 
 
-@dataclass(frozen=True)
-class WaitSummary:
-    """Creation-to-admission wait of the workloads one ClusterQueue admitted in a range (the caller's teams')."""
-
-    cluster: str
-    cluster_queue: str
-    workloads: int
-    p50_seconds: float | None
-    p95_seconds: float | None
-    max_seconds: float | None
-
-
-def admission_wait_summary(
-    *, start: datetime, end: datetime, visible_teams: set[str] | None, cluster: str | None = None
-) -> dict[tuple[str, str], WaitSummary]:
-    """p50/p95/max admission wait per (cluster, ClusterQueue) over workloads admitted in `[start, end)`."""
-    qs = Workload.objects.filter(
-        cluster__in=visible_clusters(visible_teams=visible_teams, cluster=cluster),
-        admitted_at__gte=start, admitted_at__lt=end, created__isnull=False,
-    )
-    if visible_teams is not None:
-        qs = qs.filter(team__in=sorted(visible_teams))
-    waits: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for name, cq, created, admitted in qs.values_list("cluster__name", "cluster_queue", "created", "admitted_at"):
-        waits[(name, cq)].append(max(0.0, (admitted - created).total_seconds()))
-    return {k: WaitSummary(k[0], k[1], len(v), percentile(v, 50), percentile(v, 95), max(v))
-            for k, v in sorted(waits.items())}
-
-
 # ---- What the quota bought ----
 
 
@@ -269,7 +240,36 @@ def _add_borrowed(rows: dict[str, QueueUsage], c: Cluster, start: datetime, end:
         row.borrowed_idle_gpu_hours += min(borrowed, row.idle_by_hour.get(hour, 0.0))
 
 
-# ---- LocalQueues, what Kueue answered, quota over time ----
+# ---- Over a range, per queue: admission wait summary, LocalQueues, what Kueue answered, quota over time ----
+
+
+@dataclass(frozen=True)
+class WaitSummary:
+    """Creation-to-admission wait of the workloads one ClusterQueue admitted in a range (the caller's teams')."""
+
+    cluster: str
+    cluster_queue: str
+    workloads: int
+    p50_seconds: float | None
+    p95_seconds: float | None
+    max_seconds: float | None
+
+
+def admission_wait_summary(
+    *, start: datetime, end: datetime, visible_teams: set[str] | None, cluster: str | None = None
+) -> dict[tuple[str, str], WaitSummary]:
+    """p50/p95/max admission wait per (cluster, ClusterQueue) over workloads admitted in `[start, end)`."""
+    qs = Workload.objects.filter(
+        cluster__in=visible_clusters(visible_teams=visible_teams, cluster=cluster),
+        admitted_at__gte=start, admitted_at__lt=end, created__isnull=False,
+    )
+    if visible_teams is not None:
+        qs = qs.filter(team__in=sorted(visible_teams))
+    waits: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for name, cq, created, admitted in qs.values_list("cluster__name", "cluster_queue", "created", "admitted_at"):
+        waits[(name, cq)].append(max(0.0, (admitted - created).total_seconds()))
+    return {k: WaitSummary(k[0], k[1], len(v), percentile(v, 50), percentile(v, 95), max(v))
+            for k, v in sorted(waits.items())}
 
 
 def local_queue_list(
