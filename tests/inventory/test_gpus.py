@@ -1,4 +1,4 @@
-"""The GPU rules (apps/inventory/gpus.py), table-driven over real node label sets and the trap shapes, and
+"""The GPU rules (apps/inventory/gpus/), table-driven over real node label sets and the trap shapes, and
 one test that asks the ledger path and the fragmentation path for the same nodes' physical GPUs."""
 
 from __future__ import annotations
