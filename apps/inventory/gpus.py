@@ -5,7 +5,7 @@ This module is the one home of these rules. The ledger, fragmentation, queues, t
 view call it; none of them derives a GPU count, a share, a GPU model or a node group on its own, so two
 screens cannot give two answers for one node. Everything here is pure (no queries, no I/O).
 
-Traps of real GPU Feature Discovery labels (samples in ../shared/reference/samples/real/):
+Traps of real GPU Feature Discovery labels (restated, with their sources, in tests/fixtures/gfd_labels.py):
 
 * MIG *single* strategy: `nvidia.com/gpu.count` counts MIG devices and the product carries a
   `-MIG-<profile>` suffix. Physical GPUs = devices / instances per GPU of that profile.

@@ -1,4 +1,4 @@
-"""The hourly GPU-hour ledger (../shared/spec/ledger.md) and the rollups every reader uses.
+"""The hourly GPU-hour ledger (docs/numbers.md) and the rollups every reader uses.
 
 Each bucket (cluster, hour) is written whole in one transaction, under the cluster's lock: the pod and
 node rows and the rollups derived from them are deleted and re-inserted together, so re-collecting
