@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import transaction
 
 from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
+from apps.common.snapshots import stamp
 from apps.inventory.models import Cluster
 from apps.inventory.observations import ClusterSnapshot, KueueObjects, WorkloadInfo
 from apps.inventory.services import record_teams
@@ -58,7 +59,7 @@ def record_kueue_objects(
 
 
 def _write_queues(collection: QueueCollection, objects: KueueObjects, rule: TeamRule) -> None:
-    common = {"collection": collection, "cluster_id": collection.cluster_id, "taken_at": collection.taken_at}
+    common = {"collection": collection, **stamp(collection)}
     cq_rows = ClusterQueueSnapshot.objects.bulk_create(
         [
             ClusterQueueSnapshot(
@@ -76,8 +77,7 @@ def _write_queues(collection: QueueCollection, objects: KueueObjects, rule: Team
         [
             QuotaSnapshot(
                 cluster_queue=row,
-                cluster_id=collection.cluster_id,
-                taken_at=collection.taken_at,
+                **stamp(collection),
                 flavor=q.flavor,
                 resource=q.resource,
                 nominal_quota=q.nominal_quota,
