@@ -89,6 +89,11 @@ def is_device_resource(resource: str) -> bool:
     return resource in (NVIDIA_GPU, NVIDIA_GPU_SHARED) or resource.startswith(NVIDIA_MIG_PREFIX)
 
 
+def mig_resource(profile: str) -> str:
+    """`1g.10gb` (a DCGM `GPU_I_PROFILE`) -> `nvidia.com/mig-1g.10gb`: the resource its instances are."""
+    return NVIDIA_MIG_PREFIX + profile
+
+
 def mig_profile(resource: str) -> str | None:
     """`nvidia.com/mig-1g.10gb` -> `1g.10gb`; None for anything else."""
     return resource.removeprefix(NVIDIA_MIG_PREFIX) if resource.startswith(NVIDIA_MIG_PREFIX) else None
