@@ -15,7 +15,7 @@ from apps.capacity.fragmentation import GroupFragmentation, NodeSlots, group_fra
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
 from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, pending_pods, unit_share
 from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
-from apps.common.snapshots import stamp
+from apps.common.snapshots import snapshot_row, stamp
 from apps.inventory.models import Cluster
 from apps.inventory.observations import (
     KUEUE_CLUSTER_QUEUE_LABEL,
@@ -76,23 +76,10 @@ def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> Cap
 
 
 def _group_row(collection: CapacityCollection, g: GroupFragmentation) -> NodeGroupSnapshot:
-    return NodeGroupSnapshot(
-        collection=collection,
-        **stamp(collection),
-        node_group=g.node_group,
-        gpu_model=g.gpu_model,
-        nodes=g.nodes,
-        physical_gpus=g.physical_gpus,
-        allocatable_gpus=g.allocatable_gpus,
-        allocated_gpus=g.allocated_gpus,
-        free_gpus=g.free_gpus,
-        largest_free_block=g.largest_free_block,
-        placeable=g.placeable,
-        stranded_gpus=g.stranded_gpus,
-        zero_allocatable_nodes=list(g.zero_allocatable_nodes),
-        unschedulable_nodes=list(g.unschedulable_nodes),
-        free_per_node=list(g.free_per_node),
-        units=[u.as_dict() for u in g.units],
+    return snapshot_row(
+        NodeGroupSnapshot, collection, g,
+        zero_allocatable_nodes=list(g.zero_allocatable_nodes), unschedulable_nodes=list(g.unschedulable_nodes),
+        free_per_node=list(g.free_per_node), units=[u.as_dict() for u in g.units],
     )
 
 
@@ -134,10 +121,11 @@ def _replace_pending_workloads(
 
 def _pending_row(collection: CapacityCollection, item: PodInfo | WorkloadInfo, rule: TeamRule, **fields: Any
                  ) -> PendingWork:
-    """A pending pod or workload of the collection: who it is, whose team, since when, and `fields`."""
-    return PendingWork(
-        collection=collection, **stamp(collection), namespace=item.namespace, name=item.name, uid=item.uid,
-        team=rule.team_of(item.labels, item.namespace), waiting_since=item.created, **fields,
+    """A pending pod or workload of the collection: who it is (namespace, name, uid), whose team, since when, and
+    `fields`."""
+    return snapshot_row(
+        PendingWork, collection, item, team=rule.team_of(item.labels, item.namespace), waiting_since=item.created,
+        **fields,
     )
 
 

@@ -4,11 +4,14 @@ row of a collection repeats."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import models
 from django.db.models import Max, Q, QuerySet
+
+Row = TypeVar("Row", bound=models.Model)
 
 
 def latest_per_cluster(model: type[models.Model], clusters: QuerySet[Any], at: datetime) -> Q | None:
@@ -30,3 +33,13 @@ def latest_per_cluster(model: type[models.Model], clusters: QuerySet[Any], at: d
 def stamp(collection: Any) -> dict[str, Any]:
     """The cluster and time every row of `collection` repeats (so the latest rows are found without a join)."""
     return {"cluster_id": collection.cluster_id, "taken_at": collection.taken_at}
+
+
+def snapshot_row(model: type[Row], of: Any, observed: Any, **fields: Any) -> Row:
+    """A `model` row of the collection `of` holding what was observed: every field of the dataclass `observed`
+    that `model` has a column of the same name for (a snapshot table mirrors what the collectors saw), then
+    `fields`, which win (a parent row, values the table stores in another form)."""
+    columns = {f.name for f in model._meta.concrete_fields}
+    values = {f.name: getattr(observed, f.name) for f in dataclasses.fields(observed) if f.name in columns}
+    parent = {"collection": of} if "collection" in columns else {}
+    return model(**{**values, **parent, **stamp(of), **fields})
