@@ -89,11 +89,6 @@ def is_device_resource(resource: str) -> bool:
     return resource in (NVIDIA_GPU, NVIDIA_GPU_SHARED) or resource.startswith(NVIDIA_MIG_PREFIX)
 
 
-def mig_resource(profile: str) -> str:
-    """`1g.10gb` (a DCGM `GPU_I_PROFILE`) -> `nvidia.com/mig-1g.10gb`: the resource its instances are."""
-    return NVIDIA_MIG_PREFIX + profile
-
-
 def mig_profile(resource: str) -> str | None:
     """`nvidia.com/mig-1g.10gb` -> `1g.10gb`; None for anything else."""
     return resource.removeprefix(NVIDIA_MIG_PREFIX) if resource.startswith(NVIDIA_MIG_PREFIX) else None
@@ -153,6 +148,12 @@ class GpuNode:
     def mig_single_slices(self) -> int:
         return profile_slices(self.mig_single_profile) or 0
 
+    def instance_share(self, profile: str) -> float | None:
+        """Share of one of this node's GPUs that a MIG instance of `profile` (`3g.40gb`, or a DCGM
+        `GPU_I_PROFILE`) is, by compute slices; None when the profile names no slices."""
+        slices = profile_slices(profile)
+        return slices / self.compute_slices if slices else None
+
     def unit_share(self, resource: str, *, by_memory: bool = False) -> float | None:
         """Share of one physical GPU per unit of `resource` here (the ledger's table); None: not a GPU
         resource the ledger knows (reported, never counted)."""
@@ -160,8 +161,7 @@ class GpuNode:
         if profile is not None:
             if by_memory and resource in self.mig_memory_fraction:
                 return self.mig_memory_fraction[resource]
-            slices = profile_slices(profile)
-            return slices / self.compute_slices if slices else None
+            return self.instance_share(profile)
         if resource not in (NVIDIA_GPU, NVIDIA_GPU_SHARED):
             return None
         if self.sharing == MIG_SINGLE and resource == NVIDIA_GPU:
