@@ -2,7 +2,7 @@
 capacity (capacity.fragmentation's node slots and groups, capacity.pending.unit_share behind GPU-hours waited) and
 findings (findings.rules: a pod's GPU-hours per device, unattributed activity's share). All must see the same
 physical GPUs and give one unit of the requested resource the same share of a GPU, because all of them ask
-apps/inventory/gpus.py. Pure: no database, no services."""
+apps.inventory.gpus. Pure: no database, no services."""
 
 from __future__ import annotations
 
