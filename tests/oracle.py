@@ -1,6 +1,6 @@
 """Ground truth computed by brute force from the scenario model (independent of product code), for the tests.
 
-Follows /work/shared/spec/ledger.md:
+Follows the ledger's definitions (docs/numbers.md):
 
 * held interval of a pod: [status.startTime, finish | deletion); never-bound pods hold nothing;
 * effective request = max(sum of app containers + sidecars, max of init containers) — in the model

@@ -7,7 +7,7 @@
 nodes no device-plugin resource is a unit (`GpuNode.unit_share` is None): their pods' GPUs come from claims
 and from HAMi's annotation.
 
-Traps of real GPU Feature Discovery labels (samples in ../shared/reference/samples/real/):
+Traps of real GPU Feature Discovery labels (restated, with their sources, in tests/fixtures/gfd_labels.py):
 
 * MIG *single* strategy: `nvidia.com/gpu.count` counts MIG devices and the product carries a
   `-MIG-<profile>` suffix. Physical GPUs = devices / instances per GPU of that profile.
@@ -141,6 +141,12 @@ class GpuNode:
     def mig_single_slices(self) -> int:
         return profile_slices(self.mig_single_profile) or 0
 
+    def instance_share(self, profile: str) -> float | None:
+        """Share of one of this node's GPUs that a MIG instance of `profile` (`3g.40gb`, or a DCGM
+        `GPU_I_PROFILE`) is, by compute slices; None when the profile names no slices."""
+        slices = profile_slices(profile)
+        return slices / self.compute_slices if slices else None
+
     def unit_share(self, resource: str, *, by_memory: bool = False) -> float | None:
         """Share of one physical GPU per unit of `resource` here (the ledger's table); None: not a GPU
         resource the ledger knows (reported, never counted), and every device-plugin resource on a DRA or
@@ -151,8 +157,7 @@ class GpuNode:
         if profile is not None:
             if by_memory and resource in self.mig_memory_fraction:
                 return self.mig_memory_fraction[resource]
-            slices = profile_slices(profile)
-            return slices / self.compute_slices if slices else None
+            return self.instance_share(profile)
         if resource not in (NVIDIA_GPU, NVIDIA_GPU_SHARED):
             return None
         if self.sharing == MIG_SINGLE and resource == NVIDIA_GPU:
