@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import dra
 from .model import (
     Controller,
     Node,
@@ -112,6 +113,7 @@ def node_obj(sc: Scenario, n: Node, t: float) -> dict:
     ann = {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
     if unsched:
         ann["sim.gpufinops.io/cordoned-at"] = iso(n.unschedulable_from)
+    ann.update(sc.node_annotations.get(n.name, {}))
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -338,6 +340,8 @@ def pod_obj(sc: Scenario, p: Pod, t: float) -> dict:
             }
             for c in p.init_containers
         ]
+    if p.idx in sc.pod_claims or p.idx in sc.hami_allocs:
+        dra.pod_fields(sc, p, spec, status)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 

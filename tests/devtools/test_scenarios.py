@@ -171,10 +171,12 @@ ALLOWED = {
     "promql": set(),
     "serving": set(),
     "builders": {"model"},
-    "scenarios": {"builders", "model", "scenarios"},
-    "objects": {"model"},
-    "exposition": {"model"},
-    "k8s_api": {"model", "objects", "exposition", "serving"},
+    "dra": {"model"},
+    "scenarios": {"builders", "dra", "model", "scenarios"},
+    "objects": {"dra", "model"},
+    "dra_objects": {"dra", "model", "objects"},
+    "exposition": {"dra", "model"},
+    "k8s_api": {"dra", "dra_objects", "model", "objects", "exposition", "serving"},
     "prometheus_api": {"model", "exposition", "promql", "serving"},
 }
 
