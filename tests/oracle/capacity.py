@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from devtools.simulator.dra import HAMI_RESOURCES
 from devtools.simulator.model import Node, Pod, Scenario, parse_quantity, to_ts
 
+from . import accelerators as acc
 from .ledger import gpu_model, node_group
 
 SHAPES = (1, 2, 4, 8)
@@ -26,10 +28,11 @@ def _node_alloc_eq(n: Node) -> float:
 
 
 def _node_state(sc: Scenario, t: float):
+    """Per device-plugin node: the shares its running pods hold, and the whole GPUs they hold."""
     held: dict = {}
     whole_used: dict = {}
     for p in sc.pods:
-        if p.node is None or not p.held(t):
+        if p.node is None or not p.held(t) or acc.allocation_mode(sc, p) in ("dra", "hami"):
             continue
         for u in p.units:
             held[p.node] = held.get(p.node, 0.0) + u.share
@@ -42,6 +45,21 @@ def _whole_free(n: Node, whole_used: dict) -> int:
     if n.timesliced or n.zero_alloc:
         return 0
     return int(parse_quantity(n.allocatable.get("nvidia.com/gpu", "0"))) - whole_used.get(n.name, 0)
+
+
+def _figures(sc: Scenario, n: Node, t: float, held: dict, whole_used: dict) -> acc.NodeFigures:
+    if n.kind == "dra":
+        return acc.dra_figures(sc, n, t)
+    if n.kind == "hami":
+        return acc.hami_figures(sc, n, t)
+    allocatable = _node_alloc_eq(n)
+    allocated = held.get(n.name, 0.0)
+    return acc.NodeFigures(allocatable, allocated, allocatable - allocated, _whole_free(n, whole_used))
+
+
+def _zero_allocatable(n: Node) -> bool:
+    """Advertises no NVIDIA resource although it has GPUs; a DRA or HAMi node never is."""
+    return n.kind not in ("dra", "hami") and _node_alloc_eq(n) == 0
 
 
 def _schedulable(n: Node, t: float) -> bool:
@@ -62,25 +80,26 @@ def expected_fragmentation(sc: Scenario, at) -> list[dict]:
     for g, nodes in sorted(groups.items()):
         models: dict = {}
         for n in nodes:
-            models[gpu_model(n)] = models.get(gpu_model(n), 0) + n.gpus
-        alloc_eq = sum(_node_alloc_eq(n) for n in nodes)
-        allocated = sum(held.get(n.name, 0.0) for n in nodes)
+            models[gpu_model(n)] = models.get(gpu_model(n), 0) + acc.physical_gpus(sc, n)
+        figures = {n.name: _figures(sc, n, t, held, whole_used) for n in nodes}
+        alloc_eq = sum(f.allocatable for f in figures.values())
+        allocated = sum(f.allocated for f in figures.values())
         sched = [n for n in nodes if _schedulable(n, t)]
-        free = sum(_node_alloc_eq(n) - held.get(n.name, 0.0) for n in sched)
-        wf = [_whole_free(n, whole_used) for n in sched]
+        free = sum(figures[n.name].free for n in sched)
+        wf = [figures[n.name].whole_free for n in sched]
         out.append(
             {
                 "node_group": g,
                 "gpu_model": max(models, key=models.get),
                 "nodes": len(nodes),
-                "physical_gpus": sum(n.gpus for n in nodes),
+                "physical_gpus": sum(acc.physical_gpus(sc, n) for n in nodes),
                 "allocatable_gpus": round(alloc_eq, 9),
                 "allocated_gpus": round(allocated, 9),
                 "free_gpus": round(free, 9),
                 "largest_free_block": max(wf) if wf else 0,
                 "placeable": {str(k): sum(f // k for f in wf) for k in SHAPES},
                 "stranded_gpus": {str(k): sum(f % k for f in wf) for k in SHAPES},
-                "zero_allocatable_nodes": sum(1 for n in nodes if _node_alloc_eq(n) == 0),
+                "zero_allocatable_nodes": sum(1 for n in nodes if _zero_allocatable(n)),
             }
         )
     return out
@@ -100,7 +119,7 @@ def _req_eq(p: Pod) -> float:
     for r, v in p.effective_request().items():
         if r.startswith("nvidia.com/mig-"):
             tot += v * int(r[len("nvidia.com/mig-") :].split("g", 1)[0]) / 7.0
-        elif r.startswith("nvidia.com/"):
+        elif r.startswith("nvidia.com/") and r not in HAMI_RESOURCES[1:]:  # HAMi's fractions are no GPUs
             tot += v
     return tot
 
@@ -125,7 +144,7 @@ def expected_pending(sc: Scenario, at) -> list[dict]:
             for n in _gpu_nodes(sc, t)
             if all(n.labels.get(k) == v for k, v in p.node_selector.items()) and _schedulable(n, t)
         ]
-        wf = [_whole_free(n, whole_used) for n in nodes]
+        wf = [_figures(sc, n, t, held, whole_used).whole_free for n in nodes]
         if not nodes or (wf and max(wf) >= req):
             reason = "other"
         elif sum(wf) >= req:

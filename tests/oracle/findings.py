@@ -3,59 +3,35 @@
 from __future__ import annotations
 
 import statistics
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from devtools.simulator.model import SEG, Scenario, to_ts
 
-from .ledger import _hours, _physical, _reports, _SignalCache, expected_ledger, gpu_model
-
-# The product's settings' defaults (the findings engineer's rules read them; these are the values the truth uses).
-IDLE_THRESHOLD = 0.01  # GPUFINOPS_IDLE_THRESHOLD: activity below which an allocated GPU is idle
-IDLE_MIN_HOURS = 2  # GPUFINOPS_IDLE_MIN_HOURS
-IDLE_HELD_FB_MIB = 1024.0  # framebuffer in use above which an idle allocation is idle-held (1 GiB)
-STRAGGLER_FRACTION = 0.6  # slowest GPU below this fraction of the workload's median
-STRAGGLER_MIN_HOURS = 2
-UNATTRIBUTED_THRESHOLD = 0.05  # SM activity of a device no pod holds
-# XIDs that say the GPU (not the application) failed: ECC/DBE (48, 63, 64, 92, 94, 95, 140), fell off the bus
-# (79), NVLink (74), micro-controller/GSP (61, 62, 119, 120). Application XIDs (13, 31, 43, 45, ...) are not.
-HARDWARE_XIDS = frozenset({48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
-# Clock-event reasons that throttle (DCGM_FI_DEV_CLOCKS_EVENT_REASONS bits): HW slowdown, SW thermal, HW thermal,
-# HW power brake. GPU idle (0x1), applications clocks setting (0x2), SW power cap (0x4), sync boost (0x10) and
-# display clocks (0x100) are not.
-THROTTLE_REASONS = {0x8: "hw_slowdown", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake"}
-THROTTLE_BITS = sum(THROTTLE_REASONS)
-UNHEALTHY_REASONS = ("xid", "throttle", "remap", "ecc", "vanished")
-FINDING_KINDS = ("unhealthy_gpu", "straggler", "unattributed_activity", "idle_held")
-
-
-def _runs(hours: list, min_hours: int = 1) -> list[list]:
-    """Maximal runs of consecutive hours (sorted datetimes) at least ``min_hours`` long."""
-    out: list = []
-    for h in hours:
-        if out and out[-1][-1] + timedelta(hours=1) == h:
-            out[-1].append(h)
-        else:
-            out.append([h])
-    return [r for r in out if len(r) >= min_hours]
-
-
-def _finding(sc: Scenario, kind: str, run: list, last_hour: datetime, **fields) -> dict:
-    base = {"kind": kind, "reason": None, "cluster": sc.cluster_name, "team": None, "namespace": None,
-            "workload": None, "pod": None, "node": None, "gpu_uuid": None, "gpu_instance_id": "", "gpu_model": None}
-    base.update(fields)
-    base["start"] = run[0]
-    base["end"] = None if run[-1] == last_hour else run[-1] + timedelta(hours=1)
-    base["hours"] = len(run)
-    return base
-
-
-def _model(sc: Scenario, node: str) -> str:
-    return gpu_model(sc.node_by_name[node])
+from .accelerator_findings import accelerator_findings
+from .flagging import (
+    FINDING_KINDS,
+    HARDWARE_XIDS,
+    IDLE_HELD_FB_MIB,
+    IDLE_MIN_HOURS,
+    IDLE_THRESHOLD,
+    STRAGGLER_FRACTION,
+    STRAGGLER_MIN_HOURS,
+    THROTTLE_BITS,
+    THROTTLE_REASONS,
+    UNATTRIBUTED_THRESHOLD,
+    UNHEALTHY_REASONS,
+)
+from .flagging import finding as _finding
+from .flagging import model as _model
+from .flagging import runs as _runs
+from .ledger import _hours, _physical, _reports, _SignalCache, expected_ledger
 
 
 def expected_findings(sc: Scenario, start: datetime, end: datetime) -> dict[str, list[dict]]:
     """The findings of [start, end) (whole UTC hours), per kind: ``unhealthy_gpu``, ``straggler``,
-    ``unattributed_activity``, ``idle_held``, each a list of dicts sorted by (start, node, gpu_uuid, pod).
+    ``unattributed_activity``, ``idle_held``, ``idle_claim``, ``oversubscribed_gpu``, ``missing_attribution``, each
+    a list of dicts sorted by (start, node, gpu_uuid, pod). A DRA or HAMi node never has a zero-allocatable or an
+    unattributed-activity finding.
 
     Every finding has: ``kind``, ``reason`` (unhealthy_gpu only: xid | throttle | remap | ecc | vanished),
     the subject ``cluster``, ``team``, ``namespace``, ``workload``, ``pod`` (None where no pod is concerned),
@@ -118,6 +94,19 @@ def expected_findings(sc: Scenario, start: datetime, end: datetime) -> dict[str,
       measured units is above ``IDLE_HELD_FB_MIB``; at least ``IDLE_MIN_HOURS`` consecutive hours.
       ``gpu_hours`` = the pod's allocated GPU-hours in those hours. ``detail``: ``fb_used_mib`` (the highest
       hourly value), ``activity`` (the highest hourly activity).
+    idle_claim: subject = a DRA claim (namespace, name): hours in which it is allocated with no running consumer
+      for some time (its ``Ledger.claim_hours``); at least ``IDLE_MIN_HOURS`` consecutive hours. team, namespace
+      and workload ``ResourceClaim/<name>`` as the ledger's claim rows, node = the claim's node, gpu_uuid /
+      gpu_instance_id = the physical GPU (and MIG instance) of its first device by name. ``gpu_hours`` = the
+      claim's idle GPU-hours in the run. ``detail``: ``claim``, ``devices`` [{name, uuid}], ``idle_gpu_hours``.
+    oversubscribed_gpu: subject = a physical GPU of a HAMi node (node, UUID): hours in which its tenants' shares
+      add up past 1 for some time. ``gpu_hours`` = the time (hours) it was oversubscribed in the run.
+      team/namespace/workload/pod: the tenant with the most allocated (scaled) GPU-hours on it in the run.
+      ``detail``: ``max_share_sum`` (the largest sum of shares), ``tenants`` [{team, namespace, workload, pod,
+      gpu_hours}] (their allocated GPU-hours on the GPU in the run's hours).
+    missing_attribution: subject = a DRA node: hours in which a unit a pod holds there through a claim is
+      unmeasured although its device reports series (they carry no pod: the exporter lacks DRA attribution).
+      ``gpu_hours`` = those units' allocated GPU-hours. ``detail``: ``unmeasured_gpu_hours``, ``driver``.
     """
     a0, b0 = to_ts(start), to_ts(end)
     if a0 % 3600 or b0 % 3600:
@@ -244,7 +233,7 @@ def expected_findings(sc: Scenario, start: datetime, end: datetime) -> dict[str,
 
     # ---- unattributed activity
     for ent in sc.entities:
-        if ent.mig_parent:
+        if ent.mig_parent or sc.node_by_name[ent.node].kind in ("dra", "hami"):
             continue
         flagged = {}
         for h in hours:
@@ -287,6 +276,7 @@ def expected_findings(sc: Scenario, start: datetime, end: datetime) -> dict[str,
                 gpu_model=_model(sc, r["node"]), gpu_hours=sum(x[0]["allocated"] for x in rows),
                 detail={"fb_used_mib": max(x[2] for x in rows), "activity": max(x[1] for x in rows)},
             ))
+    out.update(accelerator_findings(sc, led, hours, last_hour))
     for findings in out.values():
         findings.sort(key=lambda f: (f["start"], f["node"] or "", f["gpu_uuid"] or "", f["pod"] or "",
                                      f["reason"] or ""))

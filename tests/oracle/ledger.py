@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from devtools.simulator.model import SEG, Entity, Node, Pod, Scenario, to_ts
 
+from . import accelerators as acc
+
 SIGNALS = ("sm_active", "gr_engine_active", "tensor_active", "gpu_util")
 POOL_LABELS = (
     "karpenter.sh/nodepool",
@@ -22,20 +24,30 @@ _KEY = {"sm_active": "sm", "gr_engine_active": "gr", "tensor_active": "tensor", 
 class Ledger:
     signal: str
     pod_hours: list = field(default_factory=list)
+    claim_hours: list = field(default_factory=list)  # DRA claims allocated with no running consumer: idle
     team_hours: dict = field(default_factory=dict)
     node_hours: dict = field(default_factory=dict)
     cache: object = None  # the _SignalCache the ledger was computed with
+    splits: dict = field(default_factory=dict)  # hour -> accelerators.Splits of the hour (DRA and HAMi)
+
+    @property
+    def rows(self) -> list:
+        """Every row that holds GPU-hours: pods', then claims'."""
+        return self.pod_hours + self.claim_hours
 
     def totals(self) -> dict:
         out = {"allocated": 0.0, "working": 0.0, "idle": 0.0, "unmeasured": 0.0}
-        for r in self.pod_hours:
+        for r in self.rows:
             for k in out:
                 out[k] += r[k]
         return out
 
 
 def gpu_model(n: Node) -> str:
-    """The product label without the `-MIG-<profile>` (MIG single) or `-SHARED` (time-slicing) suffix."""
+    """The product label without the `-MIG-<profile>` (MIG single) or `-SHARED` (time-slicing) suffix; a DRA or
+    HAMi node's model (which may have no GFD label) is its GPUs' product name."""
+    if n.kind in ("dra", "hami"):
+        return acc.node_model(n)
     product = n.labels.get("nvidia.com/gpu.product", "")
     product = product.split("-MIG-", 1)[0]
     return product[: -len("-SHARED")] if product.endswith("-SHARED") else product
@@ -50,10 +62,7 @@ def node_group(n: Node) -> str:
 
 
 def pod_team(sc: Scenario, p: Pod) -> str:
-    if p.labels.get("team"):
-        return p.labels["team"]
-    ns = sc.namespaces.get(p.namespace, {})
-    return ns.get("team") or "unassigned"
+    return acc.team_of(sc, p.namespace, p.labels)
 
 
 # Operator labels naming the custom resource a pod belongs to where its owner chain ends (ledger.md "Workloads").
@@ -151,6 +160,37 @@ def _hours(start: datetime, end: datetime):
         h += timedelta(hours=1)
 
 
+def _units(sc: Scenario, p: Pod, a: float, b: float, split: acc.Splits, cache: _SignalCache) -> list[dict]:
+    """The pod's units held within [a, b): allocated GPU-hours and activity (None: unmeasured). A device-plugin
+    unit holds its share over [a, b); a DRA or HAMi unit what ``accelerators.splits`` gives it. Activity is the
+    time-average over [a, b) of the series matched to the unit: the pod's own for device-plugin units (none for a
+    ghost unit or lost labels) and DRA units (none without the exporter's DRA attribution), the GPU's for HAMi
+    tenants (dcgm-exporter never names them)."""
+    mode = acc.allocation_mode(sc, p)
+    out = []
+    for u in p.units:
+        ent = sc.entities[u.entity]
+        if mode in ("dra", "hami"):
+            allocated = split.pods.get((p.idx, u.entity), 0.0) / 3600.0
+        else:
+            allocated = u.share * (b - a) / 3600.0
+        if mode == "hami":
+            avg = cache.average(u.entity, a, b)
+        elif u.ghost or ent.labels_lost or (mode == "dra" and not sc.dra_attribution):
+            avg = None
+        else:
+            avg = cache.average(u.entity, a, b)
+        out.append({"entity": u.entity, "share": u.share, "allocated": allocated, "activity": avg,
+                    "time_sliced": mode == "hami" or u.vgpu is not None or ent.replicas > 0, "from": a, "to": b,
+                    "mode": mode})
+    return out
+
+
+def _add(totals: dict, row: dict) -> None:
+    for k in ("allocated", "working", "idle", "unmeasured"):
+        totals[k] = totals.get(k, 0.0) + row[k]
+
+
 def expected_ledger(sc: Scenario, start: datetime, end: datetime, signal: str = "sm_active") -> Ledger:
     if signal not in SIGNALS:
         raise ValueError(signal)
@@ -163,67 +203,58 @@ def expected_ledger(sc: Scenario, start: datetime, end: datetime, signal: str = 
         if p.start is not None and p.node is not None and p.units and p.start < b0 and p.hold_end > a0
     ]
     for h in _hours(start, end):
-        ha = h.timestamp()
-        hb = ha + 3600.0
+        ha, hb = max(h.timestamp(), a0), min(h.timestamp() + 3600.0, b0)
+        split = led.splits[h] = acc.splits(sc, ha, hb)
         for p in held_pods:
-            a, b = max(ha, p.start, a0), min(hb, p.hold_end, b0)
+            a, b = max(ha, p.start), min(hb, p.hold_end)
             if b <= a:
                 continue
-            hrs = (b - a) / 3600.0
-            alloc = work = unm = 0.0
-            units = []
-            for u in p.units:
-                al = u.share * hrs
-                alloc += al
-                ent = sc.entities[u.entity]
-                avg = None if u.ghost or ent.labels_lost else cache.average(u.entity, a, b)
-                units.append({"entity": u.entity, "share": u.share, "allocated": al, "activity": avg,
-                              "time_sliced": u.vgpu is not None or ent.replicas > 0, "from": a, "to": b})
-                if avg is None:
-                    unm += al
-                    continue
-                work += al * avg
-            idle = alloc - work - unm
-            team = pod_team(sc, p)
+            units = _units(sc, p, a, b, split, cache)
+            alloc = sum(u["allocated"] for u in units)
+            unm = sum(u["allocated"] for u in units if u["activity"] is None)
+            work = sum(u["allocated"] * u["activity"] for u in units if u["activity"] is not None)
             led.pod_hours.append(
                 {
                     "hour": h,
                     "namespace": p.namespace,
                     "pod": p.name,
-                    "team": team,
+                    "team": pod_team(sc, p),
                     "workload": expected_workload(p),
                     "node": p.node,
+                    "allocation_mode": units[0]["mode"],
                     "allocated": alloc,
                     "working": work,
-                    "idle": idle,
+                    "idle": alloc - work - unm,
                     "unmeasured": unm,
                     "units": units,  # per unit: entity, share, allocated, activity (None: unmeasured), ...
                 }
             )
-            th = led.team_hours.setdefault(
-                (h, team), {"allocated": 0.0, "working": 0.0, "idle": 0.0, "unmeasured": 0.0}
-            )
-            th["allocated"] += alloc
-            th["working"] += work
-            th["idle"] += idle
-            th["unmeasured"] += unm
+        for ci, idle in sorted(split.claims.items()):
+            c = sc.claims[ci]
+            hours = sum(idle.values()) / 3600.0
+            led.claim_hours.append({"hour": h, "namespace": c.namespace, "claim": c.name, "pod": None,
+                                    "team": acc.team_of(sc, c.namespace, c.labels),
+                                    "workload": f"ResourceClaim/{c.name}", "node": c.node, "allocation_mode": "dra",
+                                    "allocated": hours, "working": 0.0, "idle": hours, "unmeasured": 0.0,
+                                    "entities": sorted(idle)})
         for n in sc.nodes:
             if not n.gpus:
                 continue
-            a, b = max(ha, n.created, a0), min(hb, b0)
+            a, b = max(ha, n.created), hb
             if b <= a:
                 continue
-            cap = n.gpus * (b - a) / 3600.0
+            gpus = acc.physical_gpus(sc, n)
+            cap = gpus * (b - a) / 3600.0
             unav = 0.0
             if n.zero_alloc:
                 unav = cap
             elif n.unschedulable_from is not None:
                 ua = max(a, n.unschedulable_from)
                 if b > ua:
-                    unav = n.gpus * (b - ua) / 3600.0
+                    unav = gpus * (b - ua) / 3600.0
             led.node_hours[(h, n.name)] = {"capacity": cap, "allocated": 0.0, "unallocated": cap, "unavailable": unav}
-    # node allocation from pod hours (same hours)
-    for r in led.pod_hours:
+    for r in led.rows:  # teams and nodes from the same rows
+        _add(led.team_hours.setdefault((r["hour"], r["team"]), {}), r)
         nh = led.node_hours.get((r["hour"], r["node"]))
         if nh is not None:
             nh["allocated"] += r["allocated"]
@@ -231,14 +262,13 @@ def expected_ledger(sc: Scenario, start: datetime, end: datetime, signal: str = 
     return led
 
 
-
-
 # ------------------------------------------------------------------------------ workloads
 def expected_usage_by_workload(sc: Scenario, start: datetime, end: datetime, signal: str = "sm_active") -> dict:
     """(team, namespace, workload, hour) -> {allocated, working, idle, unmeasured} GPU-hours: the ledger's pod
-    hours (``expected_ledger``, same definitions) summed per workload (``expected_workload``)."""
+    hours (``expected_ledger``, same definitions) summed per workload (``expected_workload``), and the idle hours of
+    claims with no consumer under ``ResourceClaim/<name>``."""
     out: dict = {}
-    for r in expected_ledger(sc, start, end, signal).pod_hours:
+    for r in expected_ledger(sc, start, end, signal).rows:
         row = out.setdefault((r["team"], r["namespace"], r["workload"], r["hour"]),
                              {"allocated": 0.0, "working": 0.0, "idle": 0.0, "unmeasured": 0.0})
         for k in row:

@@ -208,7 +208,7 @@ def _hami(sc: Scenario, ago) -> None:
     fifty = {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 50, "nvidia.com/gpumem": 20000}
     hami_pod(sc, "inference", "tenant-a-0", [0], node="hami-a100-0", start=ago(30), act="infer", resources=fifty,
              owner=("StatefulSet", "tenant-a"))
-    hami_pod(sc, "training", "tenant-b-0", [0], node="hami-a100-0", start=ago(20), finish=ago(6),
+    hami_pod(sc, "training", "tenant-b-0", [0], node="hami-a100-0", start=ago(20), finish=ago(5.5),
              end_phase="Succeeded", act="train", resources=fifty, owner=("Job", "tenant-b"),
              labels={"job-name": "tenant-b"})
     hami_pod(sc, "batch", "tenant-c-0", [0], node="hami-a100-0", start=ago(16.5), finish=ago(3),
