@@ -1,4 +1,4 @@
-"""GPUs handed out by DRA claims (NVIDIA's DRA driver) and by HAMi fractions: the model and its builders.
+"""GPUs handed out by DRA claims (NVIDIA's DRA driver): the model and its builders (HAMi's fractions: ``hami``).
 
 Imports only the model; scenarios build with these functions, ``dra_objects`` renders the objects, ``exposition``
 the series. The oracle (``tests/oracle/accelerators.py``) computes the truth from exactly what is described here.
@@ -36,29 +36,13 @@ DRA (``Node.kind == "dra"``):
   ``gpu.nvidia.com`` maps that extended resource) is served by a claim the scheduler generated:
   ``<pod>-extended-resources-<5 chars>``, request ``container-0-request-0``, named in the pod's
   ``status.extendedResourceClaimStatus``; the pod has no ``spec.resourceClaims``.
-
-HAMi (``Node.kind == "hami"``):
-
-* Node label ``gpu=on``; capacity and allocatable ``nvidia.com/gpu`` = GPUs x ``deviceSplitCount`` (10); the
-  annotation ``hami.io/node-nvidia-register`` lists every GPU (``HamiDevice``): ``devmem`` = the model's
-  memory (MiB), ``devcore`` (100, or 200 where the node scales cores to let tenants oversubscribe), ``type`` =
-  ``NVIDIA-`` + the NVML name, in the comma form (``UUID,count,devmem,devcore,type,numa,health,index,mode:``) or
-  the JSON form (zero values omitted). GFD labels may be there or not.
-* A tenant (``HamiAlloc``) got ``mem`` MiB and ``cores`` percent of one GPU, as HAMi's scheduler gives them:
-  ``gpumem`` as asked, else ``devmem x gpumem-percentage / 100`` (integer), else all of ``devmem``; ``cores``
-  = ``gpucores`` (at most 100), else 0. The pod's ``hami.io/vgpu-devices-allocated`` says so per container.
-  Its unit sits on the GPU's entity (``Unit.share`` = cores / 100 if cores > 0 else mem / devmem, before any
-  oversubscription scaling, which is the oracle's business), so the GPU's activity is the sum of its tenants'
-  demands (capped at 1, as time-sliced tenants); dcgm-exporter never attributes HAMi tenants: the GPU's series
-  carry no pod.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from .model import INF, MIG_PROFILES, MODELS, Container, Node, Pod, Scenario, Unit, _uuid, iso
+from .model import INF, MIG_PROFILES, MODELS, Container, Node, Pod, Scenario, Unit, _uuid
 
 DRIVER = "gpu.nvidia.com"
 GROUP = "resource.k8s.io"
@@ -70,8 +54,6 @@ MIG_PROFILE_IDS = {"1g.10gb": 19, "2g.20gb": 14, "3g.40gb": 9, "4g.40gb": 5, "7g
 # Memory slots (of 8) a GPU instance spans, and where it may start.
 _SPAN = {1: 1, 2: 2, 3: 4, 4: 4, 7: 8}
 _STARTS = {1: range(7), 2: (0, 2, 4), 3: (0, 4), 4: (0,), 7: (0,)}
-HAMI_SPLIT = 10  # deviceSplitCount: vGPUs per GPU
-HAMI_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpucores", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage")
 
 
 @dataclass
@@ -154,32 +136,6 @@ class PodClaim:
     template: str | None
     containers: dict
     extended: bool = False
-
-
-@dataclass
-class HamiDevice:
-    uuid: str
-    index: int
-    entity: int
-    devmem: int
-    devcore: int
-    type: str
-
-
-@dataclass
-class HamiNode:
-    node: str
-    encoding: str  # comma | json
-    devices: list  # [HamiDevice]
-
-
-@dataclass
-class HamiAlloc:
-    container: str
-    entity: int
-    uuid: str
-    mem: int  # MiB
-    cores: int  # percent
 
 
 # ------------------------------------------------------------------------------ naming
@@ -272,47 +228,6 @@ def add_compute_domain_slice(sc: Scenario, node: str, channels: int = 2) -> None
     """ComputeDomain IMEX channels beside a node's GPUs (driver ``compute-domain.nvidia.com``): not GPUs."""
     sc.dra_other_slices.append(
         OtherSlice(node, "compute-domain.nvidia.com", [(f"channel-{i}", "channel") for i in range(channels)]))
-
-
-def _register_comma(devices: list) -> str:
-    return "".join(f"{d.uuid},{HAMI_SPLIT},{d.devmem},{d.devcore},{d.type},0,true,{d.index},hami-core:"
-                   for d in devices)
-
-
-def _register_json(devices: list) -> str:
-    out = []
-    for d in devices:
-        item = {"id": d.uuid, "index": d.index, "count": HAMI_SPLIT, "devmem": d.devmem, "devcore": d.devcore,
-                "type": d.type, "mode": "hami-core", "health": True}
-        out.append({k: v for k, v in item.items() if v != 0})  # HAMi >= 2.8 omits zero values
-    return json.dumps(out, separators=(",", ":"))
-
-
-def make_hami(sc: Scenario, node: Node, *, encoding: str = "comma", devcore: int = 100, gfd: bool = True) -> Node:
-    """Turn a whole-GPU node built by ``Scenario.add_node`` into a HAMi node (see the module docstring)."""
-    if encoding not in ("comma", "json"):
-        raise ValueError(encoding)
-    if not gfd:
-        for k in [k for k in node.labels if k.startswith("nvidia.com/")]:
-            del node.labels[k]
-    node.labels["gpu"] = "on"
-    node.kind = "hami"
-    for res in (node.capacity, node.allocatable):
-        res["nvidia.com/gpu"] = str(node.gpus * HAMI_SPLIT)
-    m = MODELS[node.model]
-    devices = [HamiDevice(e.uuid, e.gpu, e.idx, m["memory"], devcore, "NVIDIA-" + m["modelName"])
-               for e in (sc.entities[i] for i in node.entities)]
-    sc.hami[node.name] = HamiNode(node.name, encoding, devices)
-    register = _register_comma(devices) if encoding == "comma" else _register_json(devices)
-    sc.node_annotations[node.name] = {
-        "hami.io/node-nvidia-register": register,
-        "hami.io/node-handshake": "Reported " + _handshake(node.created),
-    }
-    return node
-
-
-def _handshake(ts: float) -> str:
-    return iso(ts).replace("T", " ").replace("Z", " +0000 UTC")
 
 
 # ------------------------------------------------------------------------------ claims and their pods
@@ -427,47 +342,6 @@ def extended_resource_pod(sc: Scenario, namespace: str, name: str, devices: list
     return p
 
 
-def hami_pod(sc: Scenario, namespace: str, name: str, gpus: list[int], *, node: str, start: float,
-             resources: dict, sidecar: bool = False, **pod) -> Pod:
-    """A HAMi tenant on ``gpus`` of ``node`` (indexes), asking ``resources`` (``nvidia.com/gpu`` = len(gpus)
-    plus ``nvidia.com/gpucores`` / ``gpumem`` / ``gpumem-percentage``); ``sidecar``: a second container without
-    GPU (an empty entry in the annotation)."""
-    hn = sc.hami[node]
-    if resources.get("nvidia.com/gpu") != len(gpus) or set(resources) - set(HAMI_RESOURCES):
-        raise ValueError(f"bad HAMi request {resources}")
-    p = sc.add_pod(namespace, name, node=node, start=start, gpus=dict(resources), **pod)
-    if sidecar:
-        p.containers.append(Container("log-shipper", "fluent/fluent-bit:3.1", {}, cpu="500m", memory="256Mi"))
-    allocs = []
-    for g in gpus:
-        d = hn.devices[g]
-        if "nvidia.com/gpumem" in resources:
-            mem = int(resources["nvidia.com/gpumem"])
-        elif "nvidia.com/gpumem-percentage" in resources:
-            mem = d.devmem * int(resources["nvidia.com/gpumem-percentage"]) // 100
-        else:
-            mem = d.devmem
-        cores = min(100, int(resources.get("nvidia.com/gpucores", 0)))
-        a = HamiAlloc(p.containers[0].name, d.entity, d.uuid, mem, cores)
-        allocs.append(a)
-        share = cores / 100.0 if cores > 0 else mem / d.devmem
-        p.units.append(Unit(entity=d.entity, resource="hami", share=share))
-        sc.entities[d.entity].intervals.append((p.start, p.hold_end, p.idx, a.container, None, False))
-    sc.hami_allocs[p.idx] = allocs
-    entries = []
-    for c in p.containers:
-        entries.append("".join(f"{a.uuid},NVIDIA,{a.mem},{a.cores}:" for a in allocs if a.container == c.name))
-    p.annotations.update({
-        "hami.io/vgpu-devices-allocated": "".join(e + ";" for e in entries),
-        "hami.io/vgpu-devices-to-allocate": ";" * len(entries),
-        "hami.io/vgpu-node": node,
-        "hami.io/vgpu-time": str(int(p.start)),
-        "hami.io/bind-phase": "success",
-        "hami.io/bind-time": str(int(p.start)),
-    })
-    return p
-
-
 def check(sc: Scenario) -> None:
     """No device is held by two claims at once, and every consumer runs while its claim is allocated."""
     spans: dict = {}
@@ -484,11 +358,9 @@ def check(sc: Scenario) -> None:
 
 # ------------------------------------------------------------------------------ what pods show of it
 def pod_fields(sc: Scenario, p: Pod, spec: dict, status: dict) -> None:
-    """Add to a pod's JSON ``spec`` and ``status`` what DRA and HAMi put there: ``spec.resourceClaims``, the
-    containers' ``resources.claims``, ``status.resourceClaimStatuses`` (template claims only, as the API server
-    fills it), ``status.extendedResourceClaimStatus``; HAMi's scheduler name."""
-    if p.idx in sc.hami_allocs:
-        spec["schedulerName"] = "hami-scheduler"
+    """Add to a pod's JSON ``spec`` and ``status`` what DRA puts there: ``spec.resourceClaims``, the containers'
+    ``resources.claims``, ``status.resourceClaimStatuses`` (template claims only, as the API server fills it),
+    ``status.extendedResourceClaimStatus``."""
     entries = [e for e in sc.pod_claims.get(p.idx, ()) if not e.extended]
     if entries:
         spec["resourceClaims"] = [

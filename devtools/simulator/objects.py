@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import dra
+from . import dra, hami
 from .model import (
     Controller,
     Node,
@@ -340,8 +340,10 @@ def pod_obj(sc: Scenario, p: Pod, t: float) -> dict:
             }
             for c in p.init_containers
         ]
-    if p.idx in sc.pod_claims or p.idx in sc.hami_allocs:
+    if p.idx in sc.pod_claims:
         dra.pod_fields(sc, p, spec, status)
+    if p.idx in sc.hami_allocs:
+        spec["schedulerName"] = hami.SCHEDULER
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 

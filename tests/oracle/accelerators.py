@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from devtools.simulator import dra
+from devtools.simulator import dra, hami
 from devtools.simulator.model import MIG_PROFILES, MODELS, Node, Pod, Scenario
 
 MODES = ("device_plugin", "time_slice", "mig", "dra", "hami")
@@ -59,7 +59,7 @@ def held_devices(sc: Scenario, c: dra.Claim) -> list[dra.Device]:
     return [dra.device(sc, c.node, name) for _request, name, admin in c.results if not admin]
 
 
-def hami_share(sc: Scenario, node: str, a: dra.HamiAlloc) -> float:
+def hami_share(sc: Scenario, node: str, a: hami.HamiAlloc) -> float:
     devmem = next(d.devmem for d in sc.hami[node].devices if d.uuid == a.uuid)
     return a.cores / 100.0 if a.cores > 0 else a.mem / devmem
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from devtools.simulator.dra import HAMI_RESOURCES
+from devtools.simulator.hami import HAMI_RESOURCES
 from devtools.simulator.model import Node, Pod, Scenario, parse_quantity, to_ts
 
 from . import accelerators as acc

@@ -34,11 +34,10 @@ from ..dra import (
     add_template,
     consumer_pod,
     extended_resource_pod,
-    hami_pod,
     make_dra,
-    make_hami,
     template_pod,
 )
+from ..hami import hami_pod, make_hami
 from ..model import INF, Scenario, _uuid, align5
 
 VARIANTS = {"mixed": (("v1",), True), "mixed-v1beta1": (("v1beta1",), True), "mixed-noattr": (("v1",), False)}
