@@ -25,6 +25,10 @@ Modelling conventions (documented for the oracle and for other engineers):
   value, health fields included, is constant within a segment. Counters step at segment boundaries:
   violation counters (ns) hold, during segment k, the throttled time of the segments before k; event
   counters (ECC, remapped rows) count the events at or before the segment's start.
+* GPUs handed out by NVIDIA's DRA driver (``Node.kind == "dra"``) and by HAMi (``Node.kind == "hami"``): their
+  devices, claims and tenants, what pods and nodes show of them and what dcgm-exporter attributes are defined in
+  ``dra.py`` and ``hami.py``. Their units (``Unit.resource`` ``"dra"`` / ``"hami"``) sit on the entities like any
+  other, so activity and holders work as for device-plugin GPUs.
 """
 
 from __future__ import annotations
