@@ -251,3 +251,25 @@ def test_hami_nodes_register_their_gpus_and_pods_carry_their_devices(mixed_serve
     lee = pods["jupyter-lee-0"]
     uuid1 = mixed.gpu_entity("hami-l4-0", 1).uuid
     assert lee.metadata.annotations["hami.io/vgpu-devices-allocated"] == f"{uuid1},NVIDIA,11517,40:;"
+
+
+def test_the_recorded_access_harness_classifies_the_dra_reads(mixed_served):
+    from tests.harness.k8s_recorder import start_recorder
+
+    recorder = start_recorder(mixed_served.url)
+    try:
+        cfg = client.Configuration()
+        cfg.host = recorder.url
+        api = client.ResourceV1Api(client.ApiClient(cfg))
+        api.list_resource_slice(limit=2)
+        api.list_resource_claim_for_all_namespaces()
+        api.list_namespaced_resource_claim_template("inference")
+        api.list_device_class()
+        api.read_device_class("gpu.nvidia.com")
+        _get(recorder, "/apis/resource.k8s.io")
+        assert recorder.permissions == {("list", "resource.k8s.io", r) for r in (
+            "resourceslices", "resourceclaims", "resourceclaimtemplates", "deviceclasses")} | {
+            ("get", "resource.k8s.io", "deviceclasses")}
+        assert [c.path for c in recorder.calls if not c.is_resource] == ["/apis/resource.k8s.io"]
+    finally:
+        recorder.stop()
