@@ -13,7 +13,7 @@ from devtools.simulator import dra
 from devtools.simulator.model import Scenario
 
 from . import accelerators as acc
-from .flagging import IDLE_MIN_HOURS, finding, model, runs
+from .flagging import IDLE_MIN_HOURS, finding, holder_rows, holders, model, runs, top_holder
 from .ledger import Ledger, _physical
 
 KINDS = ("idle_claim", "oversubscribed_gpu", "missing_attribution")
@@ -53,19 +53,12 @@ def oversubscribed(sc: Scenario, led: Ledger, hours: list, last_hour: datetime) 
         e = sc.entities[ent]
         flagged = {h: led.splits[h] for h in hours if led.splits[h].oversubscribed.get(ent)}
         for run in runs(sorted(flagged)):
-            tenants: dict = {}
-            for h in run:
-                for r, allocated in tenants_by_hour.get((ent, h), ()):
-                    k = (r["team"], r["namespace"], r["workload"], r["pod"])
-                    tenants[k] = tenants.get(k, 0.0) + allocated
-            top = sorted(tenants.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            tenants = holders(run, tenants_by_hour, ent)
             out.append(finding(
                 sc, "oversubscribed_gpu", run, last_hour, node=e.node, gpu_uuid=e.uuid, gpu_model=model(sc, e.node),
                 gpu_hours=sum(flagged[h].oversubscribed[ent] for h in run) / 3600.0,
-                detail={"max_share_sum": max(flagged[h].peak[ent] for h in run),
-                        "tenants": [{"team": k[0], "namespace": k[1], "workload": k[2], "pod": k[3], "gpu_hours": v}
-                                    for k, v in sorted(tenants.items())]},
-                **dict(zip(("team", "namespace", "workload", "pod"), top, strict=True)),
+                detail={"max_share_sum": max(flagged[h].peak[ent] for h in run), "tenants": holder_rows(tenants)},
+                **top_holder(tenants),
             ))
     return out
 

@@ -20,6 +20,9 @@ from .flagging import (
     THROTTLE_REASONS,
     UNATTRIBUTED_THRESHOLD,
     UNHEALTHY_REASONS,
+    holder_rows,
+    holders,
+    top_holder,
 )
 from .flagging import finding as _finding
 from .flagging import model as _model
@@ -166,16 +169,8 @@ def expected_findings(sc: Scenario, start: datetime, end: datetime) -> dict[str,
                 flagged["ecc"][h] = {"ecc_dbe": dbe}
         for reason, per_hour in flagged.items():
             for run in _runs(sorted(per_hour)):
-                holders: dict = {}
-                for h in run:
-                    for r, allocated in holders_by_gpu.get((gidx, h), ()):
-                        k = (r["team"], r["namespace"], r["workload"], r["pod"])
-                        holders[k] = holders.get(k, 0.0) + allocated
-                detail: dict = {
-                    "held_gpu_hours": sum(holders.values()),
-                    "holders": [{"team": k[0], "namespace": k[1], "workload": k[2], "pod": k[3], "gpu_hours": v}
-                                for k, v in sorted(holders.items())],
-                }
+                held = holders(run, holders_by_gpu, gidx)
+                detail: dict = {"held_gpu_hours": sum(held.values()), "holders": holder_rows(held)}
                 ds = [per_hour[h] for h in run]
                 if reason == "xid":
                     detail["xid_codes"] = sorted(set().union(*(d["xid_codes"] for d in ds)))
@@ -191,11 +186,9 @@ def expected_findings(sc: Scenario, start: datetime, end: datetime) -> dict[str,
                     detail["uncorrectable_remapped_rows"] = sum(d["uncorrectable_remapped_rows"] for d in ds)
                 elif reason == "ecc":
                     detail["ecc_dbe"] = sum(d["ecc_dbe"] for d in ds)
-                top = sorted(holders.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if holders else None
                 out["unhealthy_gpu"].append(_finding(
                     sc, "unhealthy_gpu", run, last_hour, reason=reason, node=gpu.node, gpu_uuid=gpu.uuid,
-                    gpu_model=_model(sc, gpu.node), gpu_hours=float(len(run)), detail=detail,
-                    **(dict(zip(("team", "namespace", "workload", "pod"), top, strict=True)) if top else {}),
+                    gpu_model=_model(sc, gpu.node), gpu_hours=float(len(run)), detail=detail, **top_holder(held),
                 ))
 
     # ---- stragglers

@@ -52,3 +52,29 @@ def finding(sc: Scenario, kind: str, run: list, last_hour: datetime, **fields) -
 
 def model(sc: Scenario, node: str) -> str:
     return gpu_model(sc.node_by_name[node])
+
+
+SUBJECT = ("team", "namespace", "workload", "pod")
+
+
+def holders(run: list, by_hour: dict, key) -> dict:
+    """(team, namespace, workload, pod) -> GPU-hours the pods held over the run's hours: ``by_hour[(key, hour)]``
+    lists (pod row, allocated GPU-hours)."""
+    out: dict = {}
+    for h in run:
+        for r, allocated in by_hour.get((key, h), ()):
+            k = tuple(r[f] for f in SUBJECT)
+            out[k] = out.get(k, 0.0) + allocated
+    return out
+
+
+def holder_rows(held: dict) -> list[dict]:
+    return [{**dict(zip(SUBJECT, k, strict=True)), "gpu_hours": v} for k, v in sorted(held.items())]
+
+
+def top_holder(held: dict) -> dict:
+    """The subject fields of the holder with the most GPU-hours (ties by team, namespace, workload, pod); none
+    when nobody held it."""
+    if not held:
+        return {}
+    return dict(zip(SUBJECT, sorted(held.items(), key=lambda kv: (-kv[1], kv[0]))[0][0], strict=True))
