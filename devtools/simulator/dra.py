@@ -138,6 +138,12 @@ class PodClaim:
     extended: bool = False
 
 
+def kubernetes_minor(sc: Scenario) -> str:
+    """The Kubernetes minor version the served ``resource.k8s.io`` versions imply, for the API server and the
+    kubelets: 1.34 serves v1, a cluster serving only a beta is a 1.32; without DRA, 1.31."""
+    return "34" if "v1" in sc.dra_versions else "32" if sc.dra_versions else "31"
+
+
 # ------------------------------------------------------------------------------ naming
 def mig_uuid(sc: Scenario, node: str, gpu: int, gi: str) -> str:
     return "MIG-" + _uuid("mig", sc.name, sc.seed, node, gpu, gi)
@@ -343,17 +349,21 @@ def extended_resource_pod(sc: Scenario, namespace: str, name: str, devices: list
 
 
 def check(sc: Scenario) -> None:
-    """No device is held by two claims at once, and every consumer runs while its claim is allocated."""
-    spans: dict = {}
+    """No device is held by two claims at once, nor a GPU's whole device while one of its MIG devices is."""
+    spans: dict = {}  # (node, physical GPU minor) -> [(from, to, claim, device)]
     for c in sc.claims:
         for _request, name, admin in c.results:
             if not admin:
-                spans.setdefault((c.node, name), []).append((c.allocated, c.released, c.name))
+                d = device(sc, c.node, name)
+                spans.setdefault((c.node, d.minor), []).append((c.allocated, c.released, c.name, d))
     for key, items in spans.items():
-        items.sort()
-        for (_a, b, n1), (a2, _b2, n2) in zip(items, items[1:], strict=False):
-            if a2 < b:
-                raise ValueError(f"device {key} held by {n1} and {n2} at once")
+        items.sort(key=lambda x: (x[0], x[1], x[2], x[3].name))
+        for i, (_a1, b1, n1, d1) in enumerate(items):
+            for a2, _b2, n2, d2 in items[i + 1:]:
+                if a2 >= b1:
+                    break
+                if d1.name == d2.name or "gpu" in (d1.type, d2.type):
+                    raise ValueError(f"GPU {key}: {d1.name} ({n1}) and {d2.name} ({n2}) held at once")
 
 
 # ------------------------------------------------------------------------------ what pods show of it

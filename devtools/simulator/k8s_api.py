@@ -300,10 +300,7 @@ class SimServer(serving.Server):
             return self._cache[key]
 
     def version(self) -> str:
-        """The Kubernetes minor version the served groups imply: 1.34 serves ``resource.k8s.io/v1``, a 1.32
-        cluster its v1beta1 only; without DRA, 1.31."""
-        versions = self.scenario.dra_versions
-        return "34" if "v1" in versions else "32" if versions else "31"
+        return dra.kubernetes_minor(self.scenario)
 
 
 def _encode_continue(t: float, offset: int) -> str:

@@ -65,3 +65,30 @@ def test_the_demo_switch_appends_a_dra_node_group_and_a_hami_node(demo):
     assert {r["team"] for r in led.pod_hours if r["pod"] in ("rag-dra-0", "eval-dra-0")} == {"serving", "research"}
     with pytest.raises(ValueError, match="demo scenario only"):
         build_scenario("tiny", end=END, with_dra=True)
+
+
+def test_the_dra_builders_refuse_what_no_cluster_does():
+    from devtools.simulator import dra
+    from devtools.simulator.model import Scenario
+
+    sc = Scenario("x", 0, END, 1)
+    node = sc.add_node("n", "A100", 2, {}, kind="mig", mig_layout=[[["3g.40gb", 2], ["4g.40gb", 1]]])
+    dra.make_dra(sc, node, gfd=False, whole_too=(0,))
+    assert [d.name for d in sc.dra_devices["n"]] == ["gpu-0", "gpu-0-mig-3g40gb-9-4", "gpu-0-mig-4g40gb-5-0", "gpu-1"]
+    whole, mig3 = [dra.Request("gpu", dra.GPU_CLASS)], [dra.Request("m", dra.MIG_CLASS, profile="3g.40gb")]
+    with pytest.raises(ValueError, match="does not satisfy"):
+        dra.add_claim(sc, "a", "bad", "n", mig3, ["gpu-0-mig-4g40gb-5-0"], created=0, allocated=0, released=1)
+    c = dra.add_claim(sc, "a", "w", "n", whole, ["gpu-0"], created=sc.t0, allocated=sc.t0, released=sc.t0 + 3600)
+    with pytest.raises(ValueError, match="outside the allocation"):
+        dra.consumer_pod(sc, "a", "late", c, start=sc.t0 + 1800, finish=sc.t0 + 7200, end_phase="Succeeded")
+    with pytest.raises(ValueError, match="its own namespace"):
+        dra.consumer_pod(sc, "b", "other", c, start=sc.t0)
+    dra.add_claim(sc, "a", "m", "n", mig3, ["gpu-0-mig-3g40gb-9-4"], created=sc.t0, allocated=sc.t0 + 3600,
+                  released=sc.t0 + 7200)
+    dra.check(sc)  # one after the other: fine
+    dra.add_claim(sc, "a", "m2", "n", whole, ["gpu-0"], created=sc.t0, allocated=sc.t0 + 5400, released=sc.t0 + 9000)
+    with pytest.raises(ValueError, match="held at once"):  # the whole GPU while one of its MIG devices is held
+        dra.check(sc)
+    with pytest.raises(ValueError, match="does not fit"):
+        dra.placements(["4g.40gb", "4g.40gb"])
+    assert dra.placements(["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]) == [4, 0, 2, 3]
