@@ -5,23 +5,30 @@ the series. The oracle (``tests/oracle/accelerators.py``) computes the truth fro
 
 DRA (``Node.kind == "dra"``):
 
+* ``Scenario.dra_versions`` are the ``resource.k8s.io`` versions the API server serves (none: the group answers
+  404, as before DRA); ``/version`` and the kubelets follow (``kubernetes_minor``).
 * A DRA node has no NVIDIA resource in its capacity or allocatable (no device plugin). Some DRA nodes keep GPU
   Feature Discovery's labels (with ``nvidia.com/gpu.deploy.device-plugin: "false"``), others have none.
 * Its GPUs are published by driver ``gpu.nvidia.com`` in one pool named after the node (generation 1; a node
-  with MIG devices spreads its pool over two slices, whole GPUs in the first, MIG devices in the second). A GPU
-  not in MIG mode is device ``gpu-<minor>`` (type ``gpu``, ``uuid`` its UUID). A GPU in MIG mode publishes its
-  GPU instances as ``gpu-<minor>-mig-<profile without dots>-<profile id>-<placement>`` (type ``mig``, ``uuid``
-  ``MIG-...`` from ``mig_uuid``, ``parentUUID`` the GPU's UUID, ``profile``), and, where the scenario says so,
-  its whole device too (as on AKS, dra-driver-nvidia-gpu#719). Devices of another driver
+  with MIG devices lists them in a second slice of the pool). Attributes have bare names (``uuid``, ``type``,
+  ``productName`` = the NVML name, ``parentUUID``, ``profile``; ``resource.kubernetes.io/pciBusID`` qualified),
+  capacity ``memory`` in Mi. A GPU not in MIG mode is device ``gpu-<minor>`` (type ``gpu``, ``uuid`` its UUID).
+  A GPU in MIG mode publishes its GPU instances as ``gpu-<minor>-mig-<profile without dots>-<profile id>-
+  <placement>`` (type ``mig``, ``uuid`` ``MIG-...`` from ``mig_uuid``, ``parentUUID`` the GPU's UUID,
+  ``profile``; the placement is the instance's first memory slot in a valid layout, ``placements``), and, where
+  the scenario says so, its whole device too (as on AKS, dra-driver-nvidia-gpu#719). Devices of another driver
   (``compute-domain.nvidia.com`` channels, ``OtherSlice``) may sit beside them: not GPUs.
 * A ResourceClaim (``Claim``) holds its devices (its ``results``) while allocated: ``[allocated, released)``.
   A claim generated from a ResourceClaimTemplate is named ``<pod>-<pod claim name>-<5 chars>``, owned by its
   pod, annotated ``resource.kubernetes.io/pod-claim-name``, exists ``[pod created, pod hold_end)`` and is
   allocated ``[pod start, pod hold_end)``: deleted with the pod (when it finishes or is deleted). A named claim
   exists from ``created`` (never deleted) and is allocated over the interval the scenario gives; it may be
-  consumed by several pods (``consumers``) and stay allocated with none running.
+  consumed by several pods (``consumers``) and stay allocated with none running. No device is held by two
+  claims at once, nor a GPU's whole device while one of its MIG devices is (``check``).
 * A consumer holds the claim's devices from its start to its ``hold_end`` (as any pod); ``status.reservedFor``
-  lists the consumers holding at that instant. A result with ``admin_access`` (a monitoring claim,
+  lists the consumers holding at that instant. Pods name their claims in ``spec.resourceClaims`` and their
+  containers' ``resources.claims``; ``status.resourceClaimStatuses`` (once started) names the generated claims
+  only, as the API server fills it. A result with ``admin_access`` (a monitoring claim,
   ``allocationMode: All``) holds nothing: the pod gets no unit, no DCGM holder, and the exporter does not
   attribute it.
 * A consumer's units (``Unit.resource == "dra"``) sit on the device's DCGM entity (the GPU, or the MIG
