@@ -192,3 +192,17 @@ def test_fragmentation_counts_published_minus_held_devices(mixed):
             assert g["free_gpus"] == pytest.approx(g["allocatable_gpus"] - g["allocated_gpus"]), (at, g)
             assert g["allocated_gpus"] <= g["allocatable_gpus"] + 1e-9
     assert expected_pending(mixed, END - H) == []
+
+
+def test_a_collection_of_the_last_day_sees_every_case():
+    """The collection tests read the last 24 hours of a 2-day world: every DRA and HAMi case is in them."""
+    sc = build_scenario("mixed", seed=0, end=END, days=2)
+    start = END - 24 * H
+    led = expected_ledger(sc, start, END)
+    assert {r["allocation_mode"] for r in led.pod_hours} == set(MODES)
+    assert {r["claim"] for r in led.claim_hours} == {"reserved-h100-pair"}
+    pods = {r["pod"] for r in led.pod_hours}
+    assert {"eval-harness-0", "jupyter-kim-0", "tenant-c-0", "capacity-test-0"} <= pods
+    assert any(p.startswith(("legacy-cuda-", "feature-cache-", "pipeline-")) for p in pods)
+    found = expected_findings(sc, start, END)
+    assert len(found["idle_claim"]) == 1 and len(found["oversubscribed_gpu"]) == 1
