@@ -203,6 +203,7 @@ def test_a_collection_of_the_last_day_sees_every_case():
     assert {r["claim"] for r in led.claim_hours} == {"reserved-h100-pair"}
     pods = {r["pod"] for r in led.pod_hours}
     assert {"eval-harness-0", "jupyter-kim-0", "tenant-c-0", "capacity-test-0"} <= pods
-    assert any(p.startswith(("legacy-cuda-", "feature-cache-", "pipeline-")) for p in pods)
+    for prefix in ("legacy-cuda-", "feature-cache-", "pipeline-", "embed-"):
+        assert any(p.startswith(prefix) for p in pods), prefix
     found = expected_findings(sc, start, END)
     assert len(found["idle_claim"]) == 1 and len(found["oversubscribed_gpu"]) == 1
