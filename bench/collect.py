@@ -2,6 +2,7 @@
 
     python bench/collect.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench]
                             [--keep-export] [--om FILE --end ISO-HOUR] [--prom-data DIR] [--rounds N] [--hours N]
+                            [--dra-fraction F]
 
 Exports one hour of `large` (that hour only: no hour before it), backfills a real Prometheus, serves
 the simulator's Kubernetes API, then times one `collect_cluster` bucket. Reports: bucket time, split into
@@ -199,6 +200,9 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=24, help="hours written per write-path / COPY measurement")
     parser.add_argument("--prom-data", type=Path,
                         help="Prometheus data dir kept between runs: backfilled only when empty (same --end!)")
+    parser.add_argument("--dra-fraction", type=float, default=None,
+                        help="the share of the fleet's nodes on NVIDIA's DRA driver (0.333: a third; the same jobs, "
+                             "held through ResourceClaims); an --om export or --prom-data must have been made with it")
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.db
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
@@ -230,11 +234,13 @@ def main() -> None:
     hour = end - timedelta(hours=1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-collect-"))
     om = args.om or tmp / "large.om"
+    # The same scenario for the export and the server: built from the same options.
+    scenario = ["--scenario", "large", *(["--dra-fraction", str(args.dra_fraction)] if args.dra_fraction else [])]
     if not args.om:
         t0 = time.perf_counter()
         # The simulator runs in its own processes so the peak RSS below is the collector's alone.
-        subprocess.run([sys.executable, str(ROOT / "manage.py"), "simulate", "export-openmetrics", "--scenario",
-                        "large", "--since", hour.isoformat(), "--until", end.isoformat(), "--step", str(args.step),
+        subprocess.run([sys.executable, str(ROOT / "manage.py"), "simulate", "export-openmetrics", *scenario,
+                        "--since", hour.isoformat(), "--until", end.isoformat(), "--step", str(args.step),
                         "--out", str(om)], check=True)
         print(f"export: {time.perf_counter() - t0:.1f}s, {om.stat().st_size / 1e6:.0f} MB to {om}", flush=True)
     t0 = time.perf_counter()
@@ -259,7 +265,7 @@ def main() -> None:
     print(f"promtool backfill + Prometheus ready: {time.perf_counter() - t0:.1f}s", flush=True)
     kubeconfig = tmp / "kubeconfig"
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "simulate", "serve", "--scenario", "large",
+    server = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "simulate", "serve", *scenario,
                                "--at", end.isoformat(), "--port", str(port), "--kubeconfig-out", str(kubeconfig)])
     deadline = time.monotonic() + 300
     while not (kubeconfig.exists() and tcp_reachable("127.0.0.1", port)):
