@@ -225,8 +225,8 @@ def headline_json(current: UsageReport, printed: PrintedRows, loss: InfraLoss, *
         "working_gpu_hours": t.working_gpu_hours, "unmeasured_gpu_hours": t.unmeasured_gpu_hours,
         "unpriced_gpu_hours": t.unpriced_gpu_hours, "attribution_coverage": current.coverage,
     }
-    if fleet and current.capacity is not None:
-        headline.update(_capacity_headline(t, current.capacity, printed))
+    if fleet and current.capacity is not None and printed.unallocated is not None:  # printed with the capacity
+        headline.update(_capacity_headline(t, current.capacity, printed, printed.unallocated))
     headline.update({
         "infra_loss": str(loss.total), "infra_loss_printed": str(loss.printed), "infra_loss_gpu_hours": loss.gpu_hours,
         "infra_loss_credited": credited,
@@ -235,14 +235,15 @@ def headline_json(current: UsageReport, printed: PrintedRows, loss: InfraLoss, *
     return headline
 
 
-def _capacity_headline(t: UsageFigures, cap: CapacityFigures, printed: PrintedRows) -> dict[str, Any]:
+def _capacity_headline(t: UsageFigures, cap: CapacityFigures, printed: PrintedRows,
+                       unallocated: Decimal) -> dict[str, Any]:
     exact_diff = cap.capacity_cost - (t.cost + cap.unallocated_cost)
     return {
         "capacity_cost": str(cap.capacity_cost), "capacity_cost_printed": str(printed.total),
         "capacity_gpu_hours": cap.capacity_gpu_hours, "capacity_gpu_hours_printed": str(printed.total_hours),
         "charged_share": _s(pct(printed.charged, printed.total)),
-        "unallocated_cost": str(cap.unallocated_cost), "unallocated_printed": _s(printed.unallocated),
-        "unallocated_share": _s(pct(printed.unallocated, printed.total)),
+        "unallocated_cost": str(cap.unallocated_cost), "unallocated_printed": str(unallocated),
+        "unallocated_share": _s(pct(unallocated, printed.total)),
         "unallocated_gpu_hours": cap.unallocated_gpu_hours,
         "unallocated_gpu_hours_printed": _s(printed.unallocated_hours),
         "unavailable_gpu_hours": cap.unavailable_gpu_hours, "capacity_unpriced_gpu_hours": cap.unpriced_gpu_hours,

@@ -29,6 +29,7 @@ TENTH = Decimal("0.1")
 HUNDRED = Decimal(100)
 
 Unit = Literal["usd", "gpuh"]
+Amount = Decimal | float | int  # a figure: money (Decimal) or GPU-hours (float), as exact as it is
 
 
 def round_hours(value: float | None) -> float:
@@ -181,12 +182,12 @@ class CapacityRow:
 # ---- Printing: figures as the e-mail and the pages print them, adding up ----
 
 
-def round_to(value: object, places: Decimal) -> Decimal:
+def round_to(value: Amount | None, places: Decimal) -> Decimal:
     """One figure at `places` (half to even), GPU-hour floats by their shortest repr."""
     return money.to_decimal(value).quantize(places, rounding=ROUND_HALF_EVEN)
 
 
-def pct(part: object, whole: object) -> Decimal | None:
+def pct(part: Amount, whole: Amount) -> Decimal | None:
     """part / whole in percent at 0.1; None when whole is zero."""
     denominator = money.to_decimal(whole)
     if denominator == 0:
@@ -194,7 +195,7 @@ def pct(part: object, whole: object) -> Decimal | None:
     return round_to(money.to_decimal(part) / denominator * HUNDRED, TENTH)
 
 
-def apportion_places(values: Sequence[object], total: object, places: Decimal) -> list[Decimal]:
+def apportion_places(values: Sequence[Amount], total: Amount, places: Decimal) -> list[Decimal]:
     """`money.apportion` at another precision (0.1 for GPU-hours and percentages): rows add up to the total."""
     scale = money.CENT / places
     scaled = money.apportion([money.to_decimal(v) * scale for v in values], money.to_decimal(total) * scale)
@@ -218,7 +219,7 @@ def as_shown(value: float | Decimal | None, unit: Unit) -> Decimal:
     return money.to_decimal(round(float(value or 0), 1)).quantize(TENTH)
 
 
-def average(values: Sequence[object]) -> Decimal | None:
+def average(values: Sequence[Amount]) -> Decimal | None:
     """The exact mean of figures; None without any."""
     if not values:
         return None
