@@ -249,8 +249,12 @@ def _mig_memory(labels: Mapping[str, str], mig_units: Mapping[str, int]) -> dict
 
 
 class ContainerLike(Protocol):
-    kind: str  # "app" | "init" | "sidecar" (a restartable init container)
-    resources: Mapping[str, float]
+    # Read-only members, so frozen dataclasses (observations.ContainerRequest) satisfy the protocol.
+    @property
+    def kind(self) -> str: ...  # "app" | "init" | "sidecar" (a restartable init container)
+
+    @property
+    def resources(self) -> Mapping[str, float]: ...
 
 
 def effective_request(containers: Iterable[ContainerLike]) -> dict[str, float]:
