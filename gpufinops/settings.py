@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -248,7 +249,7 @@ SPECTACULAR_SETTINGS = {
 
 # ---- Caches (throttling); Redis when configured ----
 CACHE_URL = envstr("CACHE_URL", "")
-CACHES = {
+CACHES: dict[str, dict[str, Any]] = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Max, Q, QuerySet, Sum, Value
+from django.db.models import Count, Max, Model, Q, QuerySet, Sum, Value
 from django.db.models.functions import Concat
 
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
@@ -23,10 +23,10 @@ from apps.inventory.models import Cluster
 from apps.inventory.selectors import visible_clusters
 
 
-def latest_per_cluster(model: type, clusters: QuerySet[Cluster], at: datetime) -> Q | None:
+def latest_per_cluster(model: type[Model], clusters: QuerySet[Cluster], at: datetime) -> Q | None:
     """A filter matching each cluster's latest `model` rows at or before `at` (one query), or None if none."""
     latest = (
-        model.objects.filter(cluster__in=clusters, taken_at__lte=at)
+        model._default_manager.filter(cluster__in=clusters, taken_at__lte=at)
         .values("cluster_id")
         .annotate(t=Max("taken_at"))
         .values_list("cluster_id", "t")
@@ -171,7 +171,7 @@ def pending_gpu_hours(
         if visible_teams is not None:
             qs = qs.filter(team__in=sorted(visible_teams))
         key = ("team", "cluster_queue", "local_queue", "reason")
-        hours: dict[tuple, float] = defaultdict(float)
+        hours: dict[tuple[str, str, str, str], float] = defaultdict(float)  # (team, queues, reason) -> hours
         for r in qs.values(*key, "taken_at", "resource", "per_pod").annotate(pods=Sum("pods")).order_by():
             hours[tuple(r[k] for k in key)] += gpu_equivalents(r["resource"], r["per_pod"] * r["pods"]) * step.get(
                 r["taken_at"], 0.0)
@@ -180,5 +180,5 @@ def pending_gpu_hours(
             for r in qs.values(*key).annotate(n=Count(Concat("kind", Value("/"), "namespace", Value("/"), "name"),
                                                       distinct=True)).order_by()
         }
-        out.extend(Waited(c.name, *k, round(v, 6), items.get(k, 0)) for k, v in sorted(hours.items()))
+        out.extend(Waited(c.name, *k, gpu_hours=round(v, 6), items=items.get(k, 0)) for k, v in sorted(hours.items()))
     return out

@@ -15,6 +15,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from apps.common.params import param_error, parse_int
@@ -77,7 +78,7 @@ class Pagination(PageNumberPagination):
             raise param_error(self.page_query_param, str(exc.detail)) from exc
 
 
-class FormatParamMixin:
+class FormatParamMixin(APIView):
     """Turns an unknown ``?format=`` (DRF answers 404) into a 400 naming ``format``; errors are always JSON."""
 
     def perform_content_negotiation(self, request, force=False):

@@ -29,7 +29,7 @@ from apps.reports import archive as report_archive
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import clusters_missing_signal, data_status
 
-BROKER_TIMEOUT_SECONDS = 2.0
+BROKER_TIMEOUT_SECONDS = 2
 
 
 def _finding_counts(scope: Scope) -> FindingCounts:

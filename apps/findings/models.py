@@ -157,7 +157,7 @@ class NotificationOptOut(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} opted out of {self.team.name if self.team_id else 'every team'}"
+        return f"{self.user} opted out of {self.team.name if self.team is not None else 'every team'}"
 
 
 class Notification(models.Model):

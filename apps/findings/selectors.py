@@ -165,7 +165,7 @@ def counts_for(
     runs = finding_list(visible_teams=visible_teams, start=start, end=end, teams=[team] if team else (),
                         clusters=[cluster] if cluster else ())
     per_kind = {row["kind"]: row for row in runs.order_by().values("kind").annotate(
-        n=Count("id"), ongoing=Count("id", filter=Q(end__isnull=True)))}
+        n=Count("id"), open=Count("id", filter=Q(end__isnull=True)))}
     hours = FindingHour.objects.filter(visible_q(visible_teams), hour__gte=start, hour__lt=end)
     if team:
         hours = hours.filter(team=team)
@@ -179,7 +179,7 @@ def counts_for(
             continue
         rows = [r for (k, _t), r in figures.items() if k == kind]
         kinds.append(KindCount(
-            kind=kind, findings=per_kind[kind]["n"], ongoing=per_kind[kind]["ongoing"],
+            kind=kind, findings=per_kind[kind]["n"], ongoing=per_kind[kind]["open"],
             gpu_hours=round(float(sum((money.to_decimal(r["g"]) for r in rows), money.ZERO)), DECIMALS),
             cost=sum((money.to_decimal(r["c"]) for r in rows), money.ZERO),
             unpriced_gpu_hours=round(float(sum((money.to_decimal(r["u"]) for r in rows), money.ZERO)), DECIMALS),

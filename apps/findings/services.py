@@ -224,10 +224,11 @@ def rebuild_from_ledger(cluster: Cluster, hours: Iterable[datetime]) -> int:
     p = params()
     flagged = 0
     for hour in sorted(set(hours)):
-        bucket = Bucket.objects.filter(cluster=cluster, hour=hour).first()
-        written = bucket is not None and (bucket.collected_at is not None or bucket.status == Bucket.Status.OK)
+        written = Bucket.objects.filter(cluster=cluster, hour=hour).first()
+        if written is not None and written.collected_at is None and written.status != Bucket.Status.OK:
+            written = None  # never collected: no record of what it was measured with
         pods = pods_from_ledger(cluster, hour, p.signal)
-        if not pods and not written:
+        if not pods and written is None:
             continue
         held = FindingHour.objects.filter(cluster=cluster, hour=hour, kind=Kind.IDLE_HELD)
         memory = {}
@@ -235,9 +236,9 @@ def rebuild_from_ledger(cluster: Cluster, hours: Iterable[datetime]) -> int:
             memory[(ns, pod)] = float((detail or {}).get("fb_used_mib", p.fb_used_min_mib + 1))
         kinds: tuple[str, ...] = IDLE_KINDS
         found = rules.idle(pods, memory, p)
-        if written:  # what the bucket was measured with is in its record
+        if written is not None:  # what the bucket was measured with is in its record
             kinds += (Kind.MISSING_SIGNAL,)
-            found += rules.missing_signal(pods, bucket.series, bucket.signals or [], p.signal,
+            found += rules.missing_signal(pods, written.series, written.signals or [], p.signal,
                                           metric_name(cluster, p.signal))
         replace_hour(cluster, hour, kinds, found)
         flagged += len(found) + refresh_snapshot_kinds(cluster, hour)

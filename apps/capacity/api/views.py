@@ -55,8 +55,8 @@ class FragmentationApi(FormatParamMixin, APIView):
             start, end = parse_range(
                 params, default_days=1, whole_hours=False, now=_now(), max_days=history_days(request.user)
             )
-            rows = fragmentation_range(start=start, end=end, visible_teams=teams, cluster=cluster)
-            return Response(FragmentationRangeSerializer({"start": start, "end": end, "results": rows}).data)
+            history = fragmentation_range(start=start, end=end, visible_teams=teams, cluster=cluster)
+            return Response(FragmentationRangeSerializer({"start": start, "end": end, "results": history}).data)
         at = parse_datetime(params, "at", default=_now())
         rows = fragmentation_at(at=at, visible_teams=teams, cluster=cluster)
         return Response(FragmentationAtSerializer({"at": at, "results": rows}).data)

@@ -108,7 +108,9 @@ class TeamDetailSerializer(TeamSerializer):
 
 class ClusterSerializer(serializers.Serializer):
     name = serializers.CharField()
-    source = serializers.CharField(help_text="kubernetes or simulator")
+    # SerializerMetaclass pops declared fields off the class, so this does not shadow Field.source; the stubs
+    # cannot see that.
+    source = serializers.CharField(help_text="kubernetes or simulator")  # type: ignore[assignment]
     last_collected_hour = serializers.DateTimeField(allow_null=True, help_text="newest successfully collected bucket")
 
 
