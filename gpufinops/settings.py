@@ -238,7 +238,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "ENUM_NAME_OVERRIDES": {
         "SignalEnum": "apps.usage.activity.SIGNALS",
-        "FindingKindEnum": "apps.findings.models.Kind",
+        "FindingKindEnum": "apps.findings.constants.Kind",
         "ReportCadenceEnum": ["weekly", "monthly"],
     },
     # Swagger UI and ReDoc from the installed sidecar package (static files): no CDN, works offline.

@@ -33,7 +33,8 @@ from django.utils import timezone
 
 from apps.inventory.models import Team
 
-from .models import Finding, Kind, Notification, NotificationOptOut, TeamChannel
+from .constants import Kind
+from .models import Finding, Notification, NotificationOptOut, TeamChannel
 from .selectors import min_hours
 
 log = logging.getLogger(__name__)

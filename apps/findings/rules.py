@@ -23,7 +23,7 @@ from apps.usage import money
 from apps.usage.ledger import BucketResult, NodeFact, SeriesFact
 from apps.usage.sources import DeviceActivity, DeviceHealth, VanishedDevice
 
-from .models import Kind
+from .constants import Kind
 
 NANO = Decimal("0.000000001")
 ZERO = Decimal(0)

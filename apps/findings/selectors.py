@@ -22,14 +22,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import default_signal
+from apps.usage.models import Bucket, PodHour
 
-from .models import Finding, FindingHour, Kind
-from .services import IDLE_KINDS, latest_hour
+from .constants import IDLE_KINDS, Kind
+from .models import Finding, FindingHour
 
 KINDS: tuple[str, ...] = tuple(Kind.values)
 STAFF_KINDS = frozenset({Kind.TEAM_LABEL_REJECTED})
@@ -231,6 +232,14 @@ def infra_loss_by_team(*, start: datetime, end: datetime, visible_teams: set[str
     the hours inside the period, whatever the findings' runs straddle)."""
     return {t: TeamInfraLoss(t, round(float(h), DECIMALS), money.micro(c))
             for t, (h, c) in infra_loss_rows(visible_teams=visible_teams, start=start, end=end).items()}
+
+
+def latest_hour(cluster: Cluster) -> datetime | None:
+    """The cluster's latest collected hour (its newest written bucket or ledger row): runs ending there go on."""
+    written = Q(collected_at__isnull=False) | Q(status=Bucket.Status.OK)
+    hours = [Bucket.objects.filter(written, cluster=cluster).aggregate(h=Max("hour"))["h"],
+             PodHour.objects.filter(cluster=cluster).aggregate(h=Max("hour"))["h"]]
+    return max((h for h in hours if h is not None), default=None)
 
 
 # ---- /api/v1/idle-allocations/ (ledger.md "Idle allocations"), a view over the idle findings ----

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.common.serializers import MoneyField
-from apps.findings.models import Kind
+from apps.findings.constants import Kind
 
 DECIMALS = 6
 
