@@ -22,9 +22,9 @@ from django.utils.dateparse import parse_datetime
 
 from apps.reports import tokens
 from apps.reports.content import links
+from apps.reports.formats import gpuh, pct, signed_pct, signed_usd, usd
 from apps.reports.models import ReportEdition, ReportSubscription
 from apps.reports.periods import parse_period
-from apps.reports.templatetags.reportfmt import gpuh, pct, signed_pct, signed_usd, usd
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,13 @@
 """Number formats of the reports (reference §2.6, §4.3): money at 2 dp with thousands separators, GPU-hours and
 percentages at 1 dp, signed changes with an explicit + or -, never colour alone. Values arrive as decimal
-strings already rounded (apps/reports/content.py): these filters only format, they never round again."""
+strings already rounded (apps/reports/content.py): these functions only format, they never round again.
+
+The e-mails and the dashboard's tables call them; templates reach them as the `reportfmt` filters."""
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from django import template
-
-register = template.Library()
 DASH = "—"
 
 
@@ -25,7 +24,6 @@ def _group(value: Decimal, places: int) -> str:
     return f"{abs(value):,.{places}f}"
 
 
-@register.filter
 def usd(value) -> str:
     """1234.5 -> $1,234.50; -3 -> -$3.00."""
     d = _dec(value)
@@ -34,7 +32,6 @@ def usd(value) -> str:
     return ("-" if d < 0 else "") + "$" + _group(d, 2)
 
 
-@register.filter
 def signed_usd(value) -> str:
     """+$1,234.50 / -$3.00 / $0.00."""
     d = _dec(value)
@@ -44,7 +41,6 @@ def signed_usd(value) -> str:
     return f"{sign}${_group(d, 2)}"
 
 
-@register.filter
 def gpuh(value) -> str:
     """1234.5 -> 1,234.5 (GPU-hours at 0.1)."""
     d = _dec(value)
@@ -53,7 +49,6 @@ def gpuh(value) -> str:
     return ("-" if d < 0 else "") + _group(d, 1)
 
 
-@register.filter
 def pct(value) -> str:
     """12.3 -> 12.3 %."""
     d = _dec(value)
@@ -62,7 +57,6 @@ def pct(value) -> str:
     return f"{d:.1f} %"
 
 
-@register.filter
 def signed_pct(value) -> str:
     """+12.3 % / -4.0 %; "new" when there was nothing to compare with."""
     if value == "new":
@@ -74,7 +68,6 @@ def signed_pct(value) -> str:
     return f"{sign}{abs(d):.1f} %"
 
 
-@register.filter
 def ratio_pct(value) -> str:
     """0.987 -> 98.7 % (a ratio in [0, 1])."""
     d = _dec(value)
@@ -83,7 +76,6 @@ def ratio_pct(value) -> str:
     return f"{d * 100:.1f} %"
 
 
-@register.filter
 def arrow(value) -> str:
     """▲ for an increase, ▼ for a decrease (beside the signed figure, never instead of it)."""
     d = _dec(value)
