@@ -14,8 +14,7 @@ from rest_framework.exceptions import ValidationError
 
 from apps.accounts.selectors import visible_team_names
 from apps.common.params import parse_range
-from apps.inventory.models import Team
-from apps.inventory.selectors import visible_clusters
+from apps.inventory.selectors import team_named, visible_clusters, visible_team_rows
 
 from .notifications import opt_out, read_opt_out_token
 from .selectors import KINDS, counts_for, finding_list
@@ -67,9 +66,7 @@ def findings_page(request: HttpRequest) -> HttpResponse:
                              clusters=[cluster] if cluster else (), teams=[team] if team else (),
                              nodes=[node] if node else (), ongoing=ongoing)[: MAX_ROWS + 1])
     counts = counts_for(visible_teams=teams, start=start, end=end, team=team, cluster=cluster, charges=True)
-    team_names = Team.objects.order_by("name").values_list("name", flat=True)
-    if teams is not None:
-        team_names = team_names.filter(name__in=sorted(teams))
+    team_names = visible_team_rows(visible_teams=teams).values_list("name", flat=True)
     return render(request, "findings/index.html", {
         "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS, "counts": counts, "finding_counts": counts,
         "kinds": KINDS, "kind": kind, "cluster": cluster, "team": team, "node": node, "days": days,
@@ -88,7 +85,7 @@ def opt_out_view(request: HttpRequest, token: str) -> HttpResponse:
     user = get_user_model().objects.filter(pk=data[0]).first()
     if user is None:
         raise Http404("invalid link")
-    team = Team.objects.filter(name=data[1]).first() if data[1] else None
+    team = team_named(data[1]) if data[1] else None
     done = False
     if request.method == "POST":
         opt_out(user, team)
