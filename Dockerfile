@@ -20,8 +20,10 @@ COPY pyproject.toml ./
 RUN pip install .
 
 COPY . .
-RUN DEBUG=1 python manage.py collectstatic --noinput --verbosity 0 \
-    && python -m compileall -q apps gpufinops devtools manage.py \
+# devtools/ (the simulator and demo) is not in the build context (.dockerignore): DEBUG=1 for collectstatic must
+# not install it.
+RUN DEBUG=1 GPUFINOPS_DEVTOOLS=0 python manage.py collectstatic --noinput --verbosity 0 \
+    && python -m compileall -q apps gpufinops manage.py \
     && groupadd --system --gid 10001 gpufinops \
     && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin gpufinops \
     && mkdir -p /app/var && chown 10001:10001 /app/var

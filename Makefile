@@ -50,14 +50,15 @@ static: $(STAMP)
 	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
 
 run: migrate
-	GPUFINOPS_BASE_URL="$${GPUFINOPS_BASE_URL:-$(URL)}" $(PYTHON) manage.py demo
+	GPUFINOPS_DEVTOOLS=1 GPUFINOPS_BASE_URL="$${GPUFINOPS_BASE_URL:-$(URL)}" $(PYTHON) manage.py demo
 	@if [ -n "$$DISPLAY" ]; then (sleep 2; $(PYTHON) -m webbrowser -t $(URL) >/dev/null 2>&1) & fi
 	$(PYTHON) manage.py runserver $(HOST):$(PORT)
 
 demo: run
 
+# The tests drive the development tools (demo, simulate): installed whatever DEBUG the shell has.
 test: $(STAMP)
-	$(PYTHON) -m pytest -q
+	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check .

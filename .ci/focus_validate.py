@@ -4,7 +4,7 @@
     python .ci/focus_validate.py --install          # make the validator's venv (once; needs the package index)
     python .ci/focus_validate.py EXPORT.csv [...]   # validate; prints the summary, exits 1 on a failed rule
 
-How it is run here (../shared/reference/dashboards-reports-focus.md, "Validating a FOCUS export"): focus-validator
+How it is run here (docs/reports.md, "Validating a FOCUS export"): focus-validator
 2.x needs Python >= 3.12 (pyenv has one), so it lives in its own venv (FOCUS_VALIDATOR_VENV, default
 ~/.cache/gpufinops/focus-validator); it is run from its site-packages directory (it opens its currency list by a
 relative path) with --block-download (offline: the bundled 1.2 rule model), and it exits 0 even when rules

@@ -52,8 +52,13 @@ INSTALLED_APPS = [
     "apps.findings",
     "apps.monitoring",
     "apps.dashboard",
-    "devtools",
 ]
+# The simulated cluster and its commands (`demo`, `simulate`, `screenshots`) are for development and the tests:
+# installed when GPUFINOPS_DEVTOOLS is on, which by default it is exactly when DEBUG is. The production image does
+# not contain them at all (.dockerignore).
+GPUFINOPS_DEVTOOLS = envbool("GPUFINOPS_DEVTOOLS", DEBUG)
+if GPUFINOPS_DEVTOOLS:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -1,4 +1,4 @@
-"""The ledger invariants of `../shared/spec/ledger.md` ("Invariants the tests hold the ledger to"), checked in
+"""The ledger invariants of docs/numbers.md ("Invariants the tests hold the ledger to"), checked in
 SQL aggregates so they run as fast on a week of 10,000 GPUs (bench/invariants.py) as on the demo (the collection
 tests). Each check counts the rows or groups that break it: all zeros means the ledger holds.
 

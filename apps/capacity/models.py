@@ -73,6 +73,9 @@ class PendingWork(models.Model):
     reason = models.CharField(max_length=16, choices=PendingReason.choices)
     resource = models.CharField(max_length=100)
     per_pod = models.PositiveIntegerField()  # units of `resource` one pod asks for
+    # Physical-GPU equivalent of one unit where the work waits, by the GPU rules (MIG N/7, or N/4 on A30; a
+    # time-sliced replica 1/R): decided at the collection, when the nodes offering the resource are known.
+    share = models.FloatField(default=1.0)
     pods = models.PositiveIntegerField(default=1)
     node_group = models.CharField(max_length=253, blank=True)
     cluster_queue = models.CharField(max_length=253, blank=True)

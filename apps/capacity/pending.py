@@ -14,13 +14,13 @@ Reasons, in the order they are decided:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from apps.capacity.constants import PendingReason
 from apps.capacity.fragmentation import NodeSlots
-from apps.inventory.gpus import device_request
+from apps.inventory.gpus import UNKNOWN_NODE, device_request
 from apps.inventory.observations import KUEUE_QUEUE_LABEL, KUEUE_WORKLOAD_ANNOTATION, PodInfo
 
 
@@ -80,6 +80,20 @@ def diagnose_request(
     group = max(totals, key=lambda g: (totals[g][0], g))
     message = f"needs {need}; at most {totals[group][0]} free in any matching node group"
     return Diagnosis(PendingReason.CAPACITY, resource, need, group, message)
+
+
+def unit_share(resource: str, slots: Sequence[NodeSlots], node_group: str = "") -> float:
+    """Physical-GPU equivalent of one unit of `resource` for work waiting for it: the GPU rules' share
+    (NodeSlots.share) on the nodes of `node_group` that offer it, else on any node that does (the share most of
+    them give, the larger on a tie: nodes of one resource rarely differ), else on a node the rules know nothing
+    about (whole GPUs, a MIG slice of 7)."""
+    offering = [s for s in slots if s.resource == resource]
+    nodes = [s for s in offering if s.node_group == node_group] or offering
+    shares = Counter(s.share for s in nodes if s.share > 0)
+    if shares:
+        return max(shares, key=lambda share: (shares[share], share))
+    known = UNKNOWN_NODE.unit_share(resource)
+    return 1.0 if known is None else known
 
 
 def diagnose_workload(*, quota_reserved: bool, admitted: bool) -> str | None:

@@ -14,28 +14,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Max, Model, Q, QuerySet, Sum, Value
+from django.db.models import Count, QuerySet, Sum, Value
 from django.db.models.functions import Concat
 
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
-from apps.inventory.gpus import DEFAULT_COMPUTE_SLICES, mig_profile, profile_slices
-from apps.inventory.models import Cluster
+from apps.common.snapshots import latest_per_cluster
 from apps.inventory.selectors import visible_clusters
-
-
-def latest_per_cluster(model: type[Model], clusters: QuerySet[Cluster], at: datetime) -> Q | None:
-    """A filter matching each cluster's latest `model` rows at or before `at` (one query), or None if none."""
-    latest = (
-        model._default_manager.filter(cluster__in=clusters, taken_at__lte=at)
-        .values("cluster_id")
-        .annotate(t=Max("taken_at"))
-        .values_list("cluster_id", "t")
-    )
-    match = Q()
-    for cluster_id, taken_at in latest:
-        match |= Q(cluster_id=cluster_id, taken_at=taken_at)
-    return match or None
-
 
 # ---- Fragmentation ----
 
@@ -133,18 +117,11 @@ def pending_counts(
 WAIT_STEP_CAP = timedelta(hours=1)
 
 
-def gpu_equivalents(resource: str, units: float) -> float:
-    """Physical-GPU equivalents of `units` of a device resource: a MIG slice counts its share of the GPU
-    (1g = 1/7); whole and shared GPUs count one each (a shared replica's share depends on the node)."""
-    profile = mig_profile(resource)
-    slices = profile_slices(profile) if profile else None
-    return units * slices / DEFAULT_COMPUTE_SLICES if slices else float(units)
-
-
 @dataclass(frozen=True)
 class Waited:
     """GPU-hours a team's pending work waited in `[start, end)`, per queue and reason: at each collection, the GPUs
-    asked for (pods x per-pod request, in GPU equivalents) times the time until the next collection."""
+    asked for (pods x per-pod request x the share of one unit, in physical-GPU equivalents) times the time until
+    the next collection."""
 
     cluster: str
     team: str
@@ -172,9 +149,8 @@ def pending_gpu_hours(
             qs = qs.filter(team__in=sorted(visible_teams))
         key = ("team", "cluster_queue", "local_queue", "reason")
         hours: dict[tuple[str, str, str, str], float] = defaultdict(float)  # (team, queues, reason) -> hours
-        for r in qs.values(*key, "taken_at", "resource", "per_pod").annotate(pods=Sum("pods")).order_by():
-            hours[tuple(r[k] for k in key)] += gpu_equivalents(r["resource"], r["per_pod"] * r["pods"]) * step.get(
-                r["taken_at"], 0.0)
+        for r in qs.values(*key, "taken_at", "per_pod", "share").annotate(pods=Sum("pods")).order_by():
+            hours[tuple(r[k] for k in key)] += r["per_pod"] * r["pods"] * r["share"] * step.get(r["taken_at"], 0.0)
         items = {
             tuple(r[k] for k in key): r["n"]
             for r in qs.values(*key).annotate(n=Count(Concat("kind", Value("/"), "namespace", Value("/"), "name"),

@@ -5,21 +5,24 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from apps.capacity.constants import PendingKind
-from apps.capacity.fragmentation import GroupFragmentation, group_fragmentation, node_slots
+from apps.capacity.fragmentation import GroupFragmentation, NodeSlots, group_fragmentation, node_slots
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
-from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, pending_pods
+from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, pending_pods, unit_share
 from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
+from apps.common.snapshots import snapshot_row, stamp
 from apps.inventory.models import Cluster
 from apps.inventory.observations import (
     KUEUE_CLUSTER_QUEUE_LABEL,
     KUEUE_QUEUE_LABEL,
     ClusterSnapshot,
     KueueObjects,
+    PodInfo,
     PodSetInfo,
     WorkloadInfo,
 )
@@ -57,55 +60,26 @@ def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> Cap
     rows = []
     for pod, request in pending_pods(snapshot.pods):
         diagnosis = diagnose_request(request, slots, pod.node_selector)
-        rows.append(
-            PendingWork(
-                collection=collection,
-                cluster=cluster,
-                taken_at=collection.taken_at,
-                kind=PendingKind.POD,
-                namespace=pod.namespace,
-                name=pod.name,
-                uid=pod.uid,
-                team=rule.team_of(pod.labels, pod.namespace),
-                reason=diagnosis.reason,
-                resource=diagnosis.resource,
-                per_pod=diagnosis.per_pod,
-                pods=1,
-                node_group=diagnosis.node_group,
-                cluster_queue=pod.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""),
-                local_queue=pod.labels.get(KUEUE_QUEUE_LABEL, ""),
-                waiting_since=pod.created,
-                message=_join(diagnosis.message, pod.scheduling_message),
-            )
-        )
+        rows.append(_pending_row(
+            collection, pod, rule, kind=PendingKind.POD, reason=diagnosis.reason, resource=diagnosis.resource,
+            per_pod=diagnosis.per_pod, share=unit_share(diagnosis.resource, slots, diagnosis.node_group),
+            node_group=diagnosis.node_group, cluster_queue=pod.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""),
+            local_queue=pod.labels.get(KUEUE_QUEUE_LABEL, ""), message=_join(diagnosis.message, pod.scheduling_message),
+        ))
     collection.pending.filter(kind=PendingKind.POD).delete()
     PendingWork.objects.bulk_create(rows)
     if not snapshot.kueue_error:
-        _replace_pending_workloads(collection, snapshot.kueue, rule)
+        _replace_pending_workloads(collection, snapshot.kueue, rule, slots)
     _recount(collection)
     record_teams(cluster, {r.team for r in collection.pending.all()}, snapshot.taken_at)
     return collection
 
 
 def _group_row(collection: CapacityCollection, g: GroupFragmentation) -> NodeGroupSnapshot:
-    return NodeGroupSnapshot(
-        collection=collection,
-        cluster_id=collection.cluster_id,
-        taken_at=collection.taken_at,
-        node_group=g.node_group,
-        gpu_model=g.gpu_model,
-        nodes=g.nodes,
-        physical_gpus=g.physical_gpus,
-        allocatable_gpus=g.allocatable_gpus,
-        allocated_gpus=g.allocated_gpus,
-        free_gpus=g.free_gpus,
-        largest_free_block=g.largest_free_block,
-        placeable=g.placeable,
-        stranded_gpus=g.stranded_gpus,
-        zero_allocatable_nodes=list(g.zero_allocatable_nodes),
-        unschedulable_nodes=list(g.unschedulable_nodes),
-        free_per_node=list(g.free_per_node),
-        units=[u.as_dict() for u in g.units],
+    return snapshot_row(
+        NodeGroupSnapshot, collection, g,
+        zero_allocatable_nodes=list(g.zero_allocatable_nodes), unschedulable_nodes=list(g.unschedulable_nodes),
+        free_per_node=list(g.free_per_node), units=[u.as_dict() for u in g.units],
     )
 
 
@@ -116,14 +90,18 @@ def _join(*parts: str) -> str:
 # ---- Pending Kueue workloads ----
 
 
-def _replace_pending_workloads(collection: CapacityCollection, kueue: KueueObjects | None, rule: TeamRule) -> None:
+def _replace_pending_workloads(
+    collection: CapacityCollection, kueue: KueueObjects | None, rule: TeamRule, slots: list[NodeSlots]
+) -> None:
     """The collection's pending-workload rows, from the workloads Kueue has not admitted (none without Kueue)."""
-    rows = _pending_workloads(collection, kueue, rule) if kueue is not None else []
+    rows = _pending_workloads(collection, kueue, rule, slots) if kueue is not None else []
     collection.pending.filter(kind=PendingKind.WORKLOAD).delete()
     PendingWork.objects.bulk_create(rows)
 
 
-def _pending_workloads(collection: CapacityCollection, kueue: KueueObjects, rule: TeamRule) -> list[PendingWork]:
+def _pending_workloads(
+    collection: CapacityCollection, kueue: KueueObjects, rule: TeamRule, slots: list[NodeSlots]
+) -> list[PendingWork]:
     """Without `QuotaReserved=True` the reason is quota; with quota but not yet `Admitted` (admission
     checks) it is other. A workload is diagnosed by its largest GPU pod set.
     """
@@ -137,27 +115,24 @@ def _pending_workloads(collection: CapacityCollection, kueue: KueueObjects, rule
             continue
         resource, per_pod = main_resource(main.request)
         quota = w.conditions.get("QuotaReserved")
-        rows.append(
-            PendingWork(
-                collection=collection,
-                cluster_id=collection.cluster_id,
-                taken_at=collection.taken_at,
-                kind=PendingKind.WORKLOAD,
-                namespace=w.namespace,
-                name=w.name,
-                uid=w.uid,
-                team=rule.team_of(w.labels, w.namespace),
-                reason=reason,
-                resource=resource,
-                per_pod=per_pod,
-                pods=max(1, main.count),
-                cluster_queue=w.cluster_queue or kueue.cluster_queue_of(w.namespace, w.queue_name),
-                local_queue=w.queue_name,
-                waiting_since=w.created,
-                message=(quota.message if quota is not None and quota.status != "True" else "")[:2000],
-            )
-        )
+        rows.append(_pending_row(
+            collection, w, rule, kind=PendingKind.WORKLOAD, reason=reason, resource=resource, per_pod=per_pod,
+            share=unit_share(resource, slots), pods=max(1, main.count),
+            cluster_queue=w.cluster_queue or kueue.cluster_queue_of(w.namespace, w.queue_name),
+            local_queue=w.queue_name,
+            message=(quota.message if quota is not None and quota.status != "True" else "")[:2000],
+        ))
     return rows
+
+
+def _pending_row(collection: CapacityCollection, item: PodInfo | WorkloadInfo, rule: TeamRule, **fields: Any
+                 ) -> PendingWork:
+    """A pending pod or workload of the collection: who it is (namespace, name, uid), whose team, since when, and
+    `fields`."""
+    return snapshot_row(
+        PendingWork, collection, item, team=rule.team_of(item.labels, item.namespace), waiting_since=item.created,
+        **fields,
+    )
 
 
 def _main_pod_set(w: WorkloadInfo) -> PodSetInfo | None:
@@ -177,8 +152,7 @@ def _recount(collection: CapacityCollection) -> None:
         [
             PendingReasonCount(
                 collection=collection,
-                cluster_id=collection.cluster_id,
-                taken_at=collection.taken_at,
+                **stamp(collection),
                 team=team,
                 reason=reason,
                 items=items,

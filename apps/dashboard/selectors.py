@@ -775,7 +775,8 @@ def queues_page(scope: Scope, now: datetime | None = None) -> dict[str, Any]:
                                          unit="gpuh", y_title="GPU-hours") if paradox else None,
               term="gpu-hours-waited", aria="GPU-hours waited versus GPU-hours held idle, per team",
               note="GPU-hours waited = at each collection, the GPUs each pending pod or Kueue workload asked for "
-                   "(MIG slices as their share of a GPU) x the time to the next collection (at most an hour)."),
+                   "(in physical-GPU equivalents, as the ledger shares them: a MIG slice N/7, or N/4 on A30, a "
+                   "time-sliced replica 1/R) x the time to the next collection (at most an hour)."),
         Block("reasons", "Why the work waited" if reasons else "No pending GPU work in the period", REASON_COLUMNS,
               reasons, open=True, term="pending", empty="No GPU work waited in the period (or none was collected)."),
     ]

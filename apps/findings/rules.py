@@ -18,7 +18,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, TypedDict
 
-from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, REPLICATED, profile_slices
+from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, REPLICATED
 from apps.usage import money
 from apps.usage.ledger import BucketResult, NodeFact, SeriesFact
 from apps.usage.sources import DeviceActivity, DeviceHealth, VanishedDevice
@@ -439,7 +439,7 @@ def unattributed(unheld: Sequence[DeviceActivity], pods: Sequence[PodFigures], s
             continue
         share = 1.0
         if d.gpu_instance_id and fact is not None:
-            share = (profile_slices(d.profile) or 0) / fact.gpu.compute_slices or 1.0
+            share = fact.gpu.instance_share(d.profile) or 1.0
         hours = share * bucket_seconds / 3600.0
         cost, unpriced = priced(hours, fact.price if fact else None)
         subject = f"{d.node}/{d.uuid}" + (f"/{d.gpu_instance_id}" if d.gpu_instance_id else "")

@@ -13,8 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from django.db.models import Max, Q, QuerySet, Sum
+from django.db.models import QuerySet, Sum
 
+from apps.common.snapshots import latest_per_cluster
 from apps.common.timeutils import floor_hour
 from apps.inventory.gpus import is_device_resource
 from apps.inventory.models import Cluster
@@ -40,15 +41,7 @@ def visible_cluster_queues(collection: QueueCollection, visible_teams: set[str] 
 
 def latest_collections(clusters: QuerySet[Cluster], at: datetime) -> list[QueueCollection]:
     """Each cluster's latest queue collection at or before `at`, in two queries whatever the number of clusters."""
-    latest = (
-        QueueCollection.objects.filter(cluster__in=clusters, taken_at__lte=at)
-        .values("cluster_id")
-        .annotate(t=Max("taken_at"))
-        .values_list("cluster_id", "t")
-    )
-    match = Q()
-    for cluster_id, taken_at in latest:
-        match |= Q(cluster_id=cluster_id, taken_at=taken_at)
+    match = latest_per_cluster(QueueCollection, clusters, at)
     return list(QueueCollection.objects.filter(match).select_related("cluster")) if match else []
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import transaction
 
 from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
+from apps.common.snapshots import snapshot_row
 from apps.inventory.models import Cluster
 from apps.inventory.observations import ClusterSnapshot, KueueObjects, WorkloadInfo
 from apps.inventory.services import record_teams
@@ -58,51 +59,19 @@ def record_kueue_objects(
 
 
 def _write_queues(collection: QueueCollection, objects: KueueObjects, rule: TeamRule) -> None:
-    common = {"collection": collection, "cluster_id": collection.cluster_id, "taken_at": collection.taken_at}
     cq_rows = ClusterQueueSnapshot.objects.bulk_create(
-        [
-            ClusterQueueSnapshot(
-                **common,
-                name=cq.name,
-                cohort=cq.cohort,
-                pending_workloads=cq.pending_workloads,
-                reserving_workloads=cq.reserving_workloads,
-                admitted_workloads=cq.admitted_workloads,
-            )
-            for cq in objects.cluster_queues
-        ]
+        [snapshot_row(ClusterQueueSnapshot, collection, cq) for cq in objects.cluster_queues]
     )
     QuotaSnapshot.objects.bulk_create(
         [
-            QuotaSnapshot(
-                cluster_queue=row,
-                cluster_id=collection.cluster_id,
-                taken_at=collection.taken_at,
-                flavor=q.flavor,
-                resource=q.resource,
-                nominal_quota=q.nominal_quota,
-                borrowing_limit=q.borrowing_limit,
-                lending_limit=q.lending_limit,
-                reserved=q.reserved,
-                used=q.used,
-                borrowed=q.borrowed,
-            )
+            snapshot_row(QuotaSnapshot, collection, q, cluster_queue=row)
             for row, cq in zip(cq_rows, objects.cluster_queues, strict=True)
             for q in cq.quotas
         ]
     )
     LocalQueueSnapshot.objects.bulk_create(
         [
-            LocalQueueSnapshot(
-                **common,
-                namespace=lq.namespace,
-                name=lq.name,
-                cluster_queue=lq.cluster_queue,
-                team=rule.team_of({}, lq.namespace),
-                pending_workloads=lq.pending_workloads,
-                reserving_workloads=lq.reserving_workloads,
-                admitted_workloads=lq.admitted_workloads,
-            )
+            snapshot_row(LocalQueueSnapshot, collection, lq, team=rule.team_of({}, lq.namespace))
             for lq in objects.local_queues
         ]
     )

@@ -1,4 +1,4 @@
-"""Pure ledger arithmetic for one bucket (../shared/spec/ledger.md). No I/O, no Django models.
+"""Pure ledger arithmetic for one bucket (docs/numbers.md). No I/O, no Django models.
 
 The collector assembles `BucketInputs` from whatever sources it has (Kubernetes API, kube-state-metrics,
 DCGM series); `compute_bucket` turns them into pod and node rows. Keeping this pure is what lets the

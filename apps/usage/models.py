@@ -1,4 +1,4 @@
-"""The hourly GPU-hour ledger (../shared/spec/ledger.md) and the rollups every reader uses.
+"""The hourly GPU-hour ledger (docs/numbers.md) and the rollups every reader uses.
 
 Each bucket (cluster, hour) is written whole in one transaction, under the cluster's lock: the pod and
 node rows and the rollups derived from them are deleted and re-inserted together, so re-collecting
@@ -174,55 +174,61 @@ class NodeHour(CapacityColumns):
         constraints = [models.UniqueConstraint(fields=["cluster", "hour", "node"], name="uniq_nodehour")]
 
 
-class UsageHour(SignalColumns):
-    """Rollup of PodHour by (cluster, hour, team, namespace, node group, GPU model)."""
+# The key of a rollup after its cluster and its time (an hour or a day): who (team, namespace) on what.
+USAGE_KEY = ("team", "namespace", "node_group", "gpu_model")
+CAPACITY_KEY = ("node_group", "gpu_model")
+
+
+class UsageKey(SignalColumns):
+    """A usage rollup's key columns but its time: the cluster and USAGE_KEY."""
 
     cluster = ClusterKey()
-    hour = models.DateTimeField()
     team = models.CharField(max_length=100)
     namespace = models.CharField(max_length=253)
     node_group = models.CharField(max_length=253)
     gpu_model = models.CharField(max_length=200)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["cluster", "hour", "team", "namespace", "node_group", "gpu_model"], name="uniq_usagehour"
-            )
-        ]
+        abstract = True
+
+
+class CapacityKey(CapacityColumns):
+    """A capacity rollup's key columns but its time: the cluster and CAPACITY_KEY."""
+
+    cluster = ClusterKey()
+    node_group = models.CharField(max_length=253)
+    gpu_model = models.CharField(max_length=200)
+
+    class Meta:
+        abstract = True
+
+
+class UsageHour(UsageKey):
+    """Rollup of PodHour by (cluster, hour, team, namespace, node group, GPU model)."""
+
+    hour = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "hour", *USAGE_KEY], name="uniq_usagehour")]
         indexes = [models.Index(fields=["hour", "cluster"]), models.Index(fields=["team", "hour"])]
 
 
-class UsageDay(SignalColumns):
+class UsageDay(UsageKey):
     """Rollup of UsageHour by UTC day."""
 
-    cluster = ClusterKey()
     day = models.DateField()
-    team = models.CharField(max_length=100)
-    namespace = models.CharField(max_length=253)
-    node_group = models.CharField(max_length=253)
-    gpu_model = models.CharField(max_length=200)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["cluster", "day", "team", "namespace", "node_group", "gpu_model"], name="uniq_usageday"
-            )
-        ]
+        constraints = [models.UniqueConstraint(fields=["cluster", "day", *USAGE_KEY], name="uniq_usageday")]
         indexes = [models.Index(fields=["day", "cluster"]), models.Index(fields=["team", "day"])]
 
 
-class WorkloadDay(SignalColumns):
+class WorkloadDay(UsageKey):
     """Rollup of PodHour by UTC day and workload: what the workloads views and `group_by=workload` read for
     whole days (hour-level workload answers read PodHour)."""
 
-    cluster = ClusterKey()
     day = models.DateField()
-    team = models.CharField(max_length=100)
-    namespace = models.CharField(max_length=253)
     workload = models.CharField(max_length=320)
-    node_group = models.CharField(max_length=253)
-    gpu_model = models.CharField(max_length=200)
 
     class Meta:
         constraints = [
@@ -234,33 +240,23 @@ class WorkloadDay(SignalColumns):
         indexes = [models.Index(fields=["day", "cluster"]), models.Index(fields=["team", "day"])]
 
 
-class CapacityHour(CapacityColumns):
+class CapacityHour(CapacityKey):
     """Rollup of NodeHour by (cluster, hour, node group, GPU model)."""
 
-    cluster = ClusterKey()
     hour = models.DateTimeField()
-    node_group = models.CharField(max_length=253)
-    gpu_model = models.CharField(max_length=200)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["cluster", "hour", "node_group", "gpu_model"], name="uniq_capacityhour")
-        ]
+        constraints = [models.UniqueConstraint(fields=["cluster", "hour", *CAPACITY_KEY], name="uniq_capacityhour")]
         indexes = [models.Index(fields=["hour", "cluster"])]
 
 
-class CapacityDay(CapacityColumns):
+class CapacityDay(CapacityKey):
     """Rollup of CapacityHour by UTC day."""
 
-    cluster = ClusterKey()
     day = models.DateField()
-    node_group = models.CharField(max_length=253)
-    gpu_model = models.CharField(max_length=200)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["cluster", "day", "node_group", "gpu_model"], name="uniq_capacityday")
-        ]
+        constraints = [models.UniqueConstraint(fields=["cluster", "day", *CAPACITY_KEY], name="uniq_capacityday")]
         indexes = [models.Index(fields=["day", "cluster"])]
 
 

@@ -34,6 +34,8 @@ from apps.usage.activity import SIGNALS
 from apps.usage.inputs import AssembledBucket, assemble_bucket
 from apps.usage.ledger import BucketResult, compute_bucket
 from apps.usage.models import (
+    CAPACITY_KEY,
+    USAGE_KEY,
     Bucket,
     CapacityDay,
     CapacityHour,
@@ -61,9 +63,9 @@ CAPACITY_SUMS = [
 ]
 NODE_COLUMNS = ["cluster_id", "hour", "node", "node_group", "gpu_model", "physical_gpus", *CAPACITY_SUMS, "price",
                 "inconsistent"]
-USAGE_KEYS = ["team", "namespace", "node_group", "gpu_model"]
+USAGE_KEYS = list(USAGE_KEY)
 WORKLOAD_KEYS = ["team", "namespace", "workload", "node_group", "gpu_model"]
-CAPACITY_KEYS = ["node_group", "gpu_model"]
+CAPACITY_KEYS = list(CAPACITY_KEY)
 # Attribution coverage may fall this much on a re-collection before it counts as the source losing data.
 COVERAGE_TOLERANCE = 0.01
 # Test seam: called inside the write transaction between deleting and re-inserting a day's rollups.

@@ -10,6 +10,7 @@ import time as _time
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from . import dra
 from .model import DRIVER, MODELS, SEG, Controller, Node, Pod, Scenario, _uuid, parse_quantity, sanitize, to_ts
 
 # (metric, key in entity_values, help): dcgm-exporter's field names (etc/default-counters.csv, help texts too)
@@ -193,19 +194,35 @@ class DcgmLayout:
             base += [("GPU_I_PROFILE", e.profile), ("GPU_I_ID", e.gi_id)]
         base += [(self.hostname_label, node.name), ("DCGM_FI_DRIVER_VERSION", DRIVER)]
         attrs = []
-        if not e.labels_lost:
+        # dcgm-exporter never attributes HAMi tenants, nor DRA devices unless its DRA attribution is on.
+        attributed = node.kind != "hami" and (node.kind != "dra" or self.sc.dra_attribution)
+        if not e.labels_lost and attributed:
             for pod, cont, vgpu, ghost in holders:
                 if ghost:
                     continue
                 a = [(names[0], cont), (names[1], pod.namespace), (names[2], pod.name)]
                 if vgpu is not None:
                     a.append(("vgpu", vgpu))
+                if node.kind == "dra":
+                    a += self._dra_labels(node, e, pod)
                 attrs.append(a)
         if not attrs:  # no pod holds it: dcgm-exporter leaves the pod labels empty
             attrs = [[] if self.drop_empty else [(names[0], ""), (names[1], ""), (names[2], "")]]
         target = self._target(node)
         rows = self.cache[key] = [(metric, base + a + target, vkey) for metric, vkey in self._plan(e) for a in attrs]
         return rows
+
+    def _dra_labels(self, node: Node, e, pod: Pod) -> list:
+        """The labels dcgm-exporter's DRA attribution adds to the series of a device a pod consumes (``dra_*``
+        keep their names under Prometheus Operator, unlike pod/namespace/container)."""
+        claim_idx, name = self.sc.dra_held[(pod.idx, e.idx)]
+        claim = self.sc.claims[claim_idx]
+        labels = [("dra_claim_name", claim.name), ("dra_claim_namespace", claim.namespace),
+                  ("dra_device_name", name), ("dra_driver_name", dra.DRIVER)]
+        if e.profile is not None:
+            d = dra.device(self.sc, node.name, name)
+            labels += [("dra_mig_device_uuid", d.uuid), ("dra_mig_profile", d.profile)]
+        return labels + [("dra_pool_name", node.name)]
 
     def gpus(self, t: float):
         """Per physical GPU at t, in exposition order: [(entity, holders, rows)] for the GPU and then its MIG
@@ -434,8 +451,8 @@ def ksm_node_rows(sc: Scenario, n: Node, t: float):
             ("container_runtime_version", "containerd://1.7.22"),
             ("internal_ip", n.ip),
             ("kernel_version", "6.1.112-124.190.amzn2023.x86_64"),
-            ("kubelet_version", "v1.31.4"),
-            ("kubeproxy_version", "v1.31.4"),
+            ("kubelet_version", f"v1.{dra.kubernetes_minor(sc)}.4"),
+            ("kubeproxy_version", f"v1.{dra.kubernetes_minor(sc)}.4"),
             ("os_image", "Amazon Linux 2023"),
             ("pod_cidr", "10.244.0.0/24"),
             ("provider_id", f"sim://{sc.cluster_name}/{n.name}"),

@@ -1,5 +1,5 @@
-"""A read-only Kubernetes API subset (core/v1, apps/v1 ReplicaSets, batch/v1 Jobs, Kueue) and dcgm-exporter
-/metrics over HTTP.
+"""A read-only Kubernetes API subset (core/v1, apps/v1 ReplicaSets, batch/v1 Jobs, Kueue, and ``resource.k8s.io``
+in the versions the scenario serves: none, as before DRA, unless it has DRA) and dcgm-exporter /metrics over HTTP.
 
     srv = start_server(scenario, host="127.0.0.1", port=0)
     srv.url; srv.set_time(at); srv.set_fault(None | "500" | "timeout"); srv.write_kubeconfig(path); srv.stop()
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from . import exposition, objects, serving
+from . import dra, dra_objects, exposition, objects, serving
 from .model import Scenario, _uuid, iso, to_ts
 
 KUEUE = "kueue.x-k8s.io"
@@ -94,7 +94,13 @@ BUILTIN_GROUPS = {
     "batch": ("v1", [{"name": "jobs", "singularName": "job", "namespaced": True, "kind": "Job",
                       "verbs": ["get", "list"], "categories": ["all"]}]),
 }
+DRA_RESOURCES = [
+    {"name": plural, "singularName": plural[:-1], "namespaced": plural in dra_objects.NAMESPACED,
+     "kind": dra_objects.KIND_OF[plural], "verbs": ["get", "list"]}
+    for plural in dra_objects.KINDS
+]
 KIND_OF = {
+    **dra_objects.KIND_OF,
     "nodes": "Node",
     "pods": "Pod",
     "namespaces": "Namespace",
@@ -105,7 +111,7 @@ KIND_OF = {
     "resourceflavors": "ResourceFlavor",
     "workloads": "Workload",
 }
-NAMESPACED = {"pods", "replicasets", "jobs", "localqueues", "workloads"}
+NAMESPACED = {"pods", "replicasets", "jobs", "localqueues", "workloads", *dra_objects.NAMESPACED}
 
 
 class BadRequest(Exception):
@@ -287,8 +293,14 @@ class SimServer(serving.Server):
             if key not in self._cache:
                 if len(self._cache) > 64:
                     self._cache.clear()
-                self._cache[key] = objects.k8s_objects(self.scenario, kind, t, version)
+                if kind in dra_objects.KINDS:
+                    self._cache[key] = dra_objects.dra_objects(self.scenario, kind, t, version)
+                else:
+                    self._cache[key] = objects.k8s_objects(self.scenario, kind, t, version)
             return self._cache[key]
+
+    def version(self) -> str:
+        return dra.kubernetes_minor(self.scenario)
 
 
 def _encode_continue(t: float, offset: int) -> str:
@@ -305,7 +317,7 @@ def _decode_continue(tok: str):
 
 def _make_handler(srv: SimServer):
     class Handler(serving.Handler):
-        server_version = "sim-kube-apiserver/1.31"
+        server_version = f"sim-kube-apiserver/1.{srv.version()}"
         _send = serving.Handler.send
 
         def do_POST(self):
@@ -349,12 +361,13 @@ def _make_handler(srv: SimServer):
                 text = exposition.dcgm_text(srv.scenario, t, hl, exp, renames)
                 return self._send(200, text, "text/plain; version=0.0.4; charset=utf-8")
             if parts == ["version"]:
+                minor = srv.version()
                 return self._send(
                     200,
                     {
                         "major": "1",
-                        "minor": "31",
-                        "gitVersion": "v1.31.4-sim",
+                        "minor": minor,
+                        "gitVersion": f"v1.{minor}.4-sim",
                         "gitCommit": "0" * 40,
                         "gitTreeState": "clean",
                         "buildDate": "2026-01-01T00:00:00Z",
@@ -381,7 +394,11 @@ def _make_handler(srv: SimServer):
             if parts == ["apis"]:
                 groups = [self._group(g, (v,)) for g, (v, _r) in BUILTIN_GROUPS.items()]
                 groups += [self._group(KUEUE, KUEUE_VERSIONS), self._group(VIS, ("v1beta2", "v1beta1"))]
+                if srv.scenario.dra_versions:
+                    groups.append(self._group(dra.GROUP, srv.scenario.dra_versions))
                 return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+            if len(parts) >= 2 and parts[:2] == ["apis", dra.GROUP]:
+                return self._dra(parts[2:], q, t, u.path)
             if len(parts) >= 2 and parts[0] == "apis" and parts[1] in BUILTIN_GROUPS:
                 group = parts[1]
                 version, resources = BUILTIN_GROUPS[group]
@@ -415,6 +432,19 @@ def _make_handler(srv: SimServer):
                 return self._visibility(parts[3:], q, t, parts[2])
             return self._not_found(u.path)
 
+        def _dra(self, rest, q, t, path):
+            """``resource.k8s.io``: the versions the scenario serves; any other answers 404, as the group
+            does on a cluster without DRA."""
+            versions = srv.scenario.dra_versions
+            if not versions or (rest and rest[0] not in versions):
+                return self._not_found(path)
+            if not rest:
+                return self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(dra.GROUP, versions)})
+            if len(rest) == 1:
+                return self._send(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                        "groupVersion": f"{dra.GROUP}/{rest[0]}", "resources": DRA_RESOURCES})
+            return self._resource(rest[1:], q, t, rest[0], group=dra.GROUP)
+
         def _group(self, name, versions):
             vs = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
             return {"name": name, "versions": vs, "preferredVersion": vs[0]}
@@ -446,6 +476,8 @@ def _make_handler(srv: SimServer):
                 allowed = {"nodes", "pods", "namespaces"}
             elif group == KUEUE:
                 allowed = {"clusterqueues", "localqueues", "resourceflavors", "workloads"}
+            elif group == dra.GROUP:
+                allowed = set(dra_objects.KINDS)
             else:
                 allowed = {r["name"] for r in BUILTIN_GROUPS[group][1]}
             if plural not in allowed or len(rest) > 2:
@@ -458,7 +490,7 @@ def _make_handler(srv: SimServer):
             offset = 0
             if cont:
                 snap_t, offset = _decode_continue(cont)
-            items = srv.objects(plural, snap_t, version if group == KUEUE else "v1beta2")
+            items = srv.objects(plural, snap_t, version if group in (KUEUE, dra.GROUP) else "v1beta2")
             if namespace is not None:
                 items = [o for o in items if o["metadata"].get("namespace") == namespace]
             if name is not None:
@@ -482,6 +514,8 @@ def _make_handler(srv: SimServer):
                 meta["continue"] = _encode_continue(snap_t, offset + limit)
                 meta["remainingItemCount"] = len(items) - offset - limit
             api_version = f"{group}/{version}" if group else "v1"
+            if group == dra.GROUP:  # a real API server's LIST items carry no kind/apiVersion
+                page = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
             return self._send(
                 200, {"kind": KIND_OF[plural] + "List", "apiVersion": api_version, "metadata": meta, "items": page}
             )

@@ -25,6 +25,10 @@ Modelling conventions (documented for the oracle and for other engineers):
   value, health fields included, is constant within a segment. Counters step at segment boundaries:
   violation counters (ns) hold, during segment k, the throttled time of the segments before k; event
   counters (ECC, remapped rows) count the events at or before the segment's start.
+* GPUs handed out by NVIDIA's DRA driver (``Node.kind == "dra"``) and by HAMi (``Node.kind == "hami"``): their
+  devices, claims and tenants, what pods and nodes show of them and what dcgm-exporter attributes are defined in
+  ``dra.py`` and ``hami.py``. Their units (``Unit.resource`` ``"dra"`` / ``"hami"``) sit on the entities like any
+  other, so activity and holders work as for device-plugin GPUs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import re
 import uuid as uuidlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 SEG = 300  # activity segment, seconds
 INF = float("inf")
@@ -487,6 +492,19 @@ class Scenario:
         self.controllers: dict[tuple, Controller] = {}  # (namespace, kind, name) -> ReplicaSet or Job
         self.health: dict[int, Health] = {}  # entity -> its health events
         self.overrides: dict[tuple, list] = {}  # (pod idx, entity) -> [(start, end, activity kind)]
+        # GPUs handed out by DRA claims and by HAMi fractions: ``dra.py`` and ``hami.py`` define the elements, build
+        # them and document the conventions. A scenario without them serves no resource.k8s.io group at all.
+        self.dra_versions: tuple[str, ...] = ()  # resource.k8s.io versions the API server serves, highest first
+        self.dra_attribution = True  # dcgm-exporter labels a DRA device's series with its consumers (DRA on)
+        self.dra_devices: dict[str, list] = {}  # node -> [dra.Device] its gpu.nvidia.com pool publishes
+        self.dra_other_slices: list = []  # [dra.OtherSlice]: other drivers' devices (not GPUs)
+        self.templates: list = []  # [dra.Template]: ResourceClaimTemplates
+        self.claims: list = []  # [dra.Claim]: ResourceClaims, named and generated
+        self.pod_claims: dict[int, list] = {}  # pod idx -> [dra.PodClaim]: its spec.resourceClaims
+        self.dra_held: dict[tuple, tuple] = {}  # (pod idx, entity idx) -> (claim idx, device name)
+        self.hami: dict[str, Any] = {}  # node -> hami.HamiNode: what HAMi registered
+        self.hami_allocs: dict[int, list] = {}  # pod idx -> [hami.HamiAlloc]: its vgpu-devices-allocated
+        self.node_annotations: dict[str, dict] = {}  # node -> annotations beside the usual ones
         self._seed_mix = _stable_int("seed", name, seed)
 
     # ------------------------------------------------------------------ building helpers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import dra, hami
 from .model import (
     Controller,
     Node,
@@ -112,6 +113,7 @@ def node_obj(sc: Scenario, n: Node, t: float) -> dict:
     ann = {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
     if unsched:
         ann["sim.gpufinops.io/cordoned-at"] = iso(n.unschedulable_from)
+    ann.update(sc.node_annotations.get(n.name, {}))
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -130,8 +132,8 @@ def node_obj(sc: Scenario, n: Node, t: float) -> dict:
                 "kernelVersion": "6.1.112-124.190.amzn2023.x86_64",
                 "osImage": "Amazon Linux 2023",
                 "containerRuntimeVersion": "containerd://1.7.22",
-                "kubeletVersion": "v1.31.4",
-                "kubeProxyVersion": "v1.31.4",
+                "kubeletVersion": f"v1.{dra.kubernetes_minor(sc)}.4",
+                "kubeProxyVersion": f"v1.{dra.kubernetes_minor(sc)}.4",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },
@@ -338,6 +340,10 @@ def pod_obj(sc: Scenario, p: Pod, t: float) -> dict:
             }
             for c in p.init_containers
         ]
+    if p.idx in sc.pod_claims:
+        dra.pod_fields(sc, p, spec, status)
+    if p.idx in sc.hami_allocs:
+        spec["schedulerName"] = hami.SCHEDULER
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 

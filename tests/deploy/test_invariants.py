@@ -242,3 +242,13 @@ def test_dockerfile_builds_for_the_security_context():
     assert "collectstatic" in text
     assert "PYTHONDONTWRITEBYTECODE=1" in text
     assert Path(REPO / ".dockerignore").is_file()
+
+
+def test_the_image_leaves_the_development_tools_out():
+    """devtools/ (simulator, demo) is not in the build context, so not compiled into the image, and collectstatic's
+    DEBUG=1 does not install it."""
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert {"devtools", "tests", "bench"} <= set(ignored)
+    build = next(line for line in (REPO / "Dockerfile").read_text().splitlines() if "compileall" in line)
+    assert "devtools" not in build
+    assert "GPUFINOPS_DEVTOOLS=0" in (REPO / "Dockerfile").read_text()

@@ -21,3 +21,20 @@ def served(demo):
     srv = start_server(demo)
     yield srv
     srv.stop()
+
+
+MIXED_DAYS = 3
+
+
+@pytest.fixture(scope="session")
+def mixed():
+    return build_scenario("mixed", seed=0, end=END, days=MIXED_DAYS)
+
+
+@pytest.fixture(scope="session")
+def mixed_served(mixed):
+    from devtools.simulator.k8s_api import start_server
+
+    srv = start_server(mixed)
+    yield srv
+    srv.stop()

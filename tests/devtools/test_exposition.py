@@ -10,8 +10,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devtools.simulator.exposition import LEGACY_CLOCK_EVENTS, dcgm_samples
 from devtools.simulator.model import SEG
+from tests.fixtures import dcgm_series
 
-REAL_ORDER = ["gpu", "UUID", "pci_bus_id", "device", "modelName"]
+
+def _label_names(line):
+    return re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', line[line.index("{") : line.index("}")])
+
+
+# Label order of a real exporter's MIG line (tests/fixtures/dcgm_series.py): the device's five labels, then
+# GPU_I_PROFILE and GPU_I_ID (MIG only), the host, the driver and the holder.
+REAL_MIG_LABELS = _label_names(dcgm_series.MIG_INSTANCE_HELD)
+REAL_ORDER = REAL_MIG_LABELS[:5]
 REQUIRED = {
     "DCGM_FI_PROF_SM_ACTIVE",
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
@@ -48,18 +57,14 @@ def _get(served, query=""):
         return r.read().decode()
 
 
-def _label_names(line):
-    return re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', line[line.index("{") : line.index("}")])
-
-
 @pytest.mark.parametrize("query,host", [("", "Hostname"), ("?hostname_label=hostname", "hostname")])
 def test_it_exposes_parseable_metrics_with_the_real_label_order(served, query, host):
     text = _get(served, query)
     fams = {f.name: f for f in text_string_to_metric_families(text)}
     assert set(fams) >= REQUIRED
     assert {name for name, f in fams.items() if f.type == "counter"} == COUNTERS  # as dcgm-exporter types them
-    whole_tail = [host, "DCGM_FI_DRIVER_VERSION", "container", "namespace", "pod"]
-    mig_tail = ["GPU_I_PROFILE", "GPU_I_ID"] + whole_tail
+    mig_tail = [host if name == "Hostname" else name for name in REAL_MIG_LABELS[5:]]
+    whole_tail = [name for name in mig_tail if name not in ("GPU_I_PROFILE", "GPU_I_ID")]
     seen_mig = seen_vgpu = seen_empty = False
     for line in text.splitlines():
         if line.startswith("#") or not line:

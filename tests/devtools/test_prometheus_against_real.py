@@ -41,16 +41,18 @@ HEALTH_VARIANTS = {**VARIANTS, "renamed": tuple(a for old, new in RENAMES.items(
 HEALTH_HOURS = (33, 42)
 
 
-def _pair(tmp_path_factory, since: datetime, until: datetime, extra: tuple):
-    """(real Prometheus, simulated Prometheus) over [since, until) of the demo, shaped by `extra` options."""
+def _pair(tmp_path_factory, since: datetime, until: datetime, extra: tuple, scenario: str = "demo",
+          days: float = DAYS):
+    """(real Prometheus, simulated Prometheus) over [since, until) of a scenario (the demo), shaped by `extra`
+    options."""
     from tests.harness.prometheus import start_prometheus as start_real
 
     require_binary("prometheus")
     require_binary("promtool")
     path = tmp_path_factory.mktemp("om") / "history.om"
     call_command(
-        "simulate", "export-openmetrics", "--scenario", "demo", "--since", since.isoformat(), "--until",
-        until.isoformat(), "--end", END.isoformat(), "--days", str(DAYS), "--step", str(STEP), "--out", str(path),
+        "simulate", "export-openmetrics", "--scenario", scenario, "--since", since.isoformat(), "--until",
+        until.isoformat(), "--end", END.isoformat(), "--days", str(days), "--step", str(STEP), "--out", str(path),
         *extra,
     )
     real = start_real(path)
@@ -58,7 +60,7 @@ def _pair(tmp_path_factory, since: datetime, until: datetime, extra: tuple):
     exported = "--exported-labels" in extra
     renames = dict(extra[i + 1].split("=", 1) for i, a in enumerate(extra) if a == "--rename-metric")
     simulated = start_prometheus(
-        build_scenario("demo", seed=0, end=END, days=DAYS), step=STEP, since=since.timestamp(),
+        build_scenario(scenario, seed=0, end=END, days=days), step=STEP, since=since.timestamp(),
         until=until.timestamp(), exported=exported, hostname_label="hostname" if exported else "Hostname",
         renames=renames,
     )
@@ -239,3 +241,44 @@ def test_every_findings_query_answers_the_same(health_pair):
 def _names(server) -> set[str]:
     with urllib.request.urlopen(server.url + "/api/v1/label/__name__/values", timeout=30) as response:
         return set(json.load(response)["data"])
+
+
+# Of the kinds the collection of GPUs handed out by DRA and HAMi sends: series by claim, device and MIG device,
+# and HAMi GPUs' device series (no pod).
+DRA_QUERIES = [
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{dra_claim_name!=""}[{r}])',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{exported_pod!="",dra_claim_name!=""}[{r}])',
+    'sum by (dra_claim_namespace, dra_claim_name, dra_device_name) (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE'
+    '{dra_driver_name="gpu.nvidia.com"}[{r}]))',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{dra_mig_device_uuid=~"MIG-.+"}[{r}])',
+    'max by (UUID, dra_pool_name) (avg_over_time(DCGM_FI_DEV_FB_USED{dra_pool_name!=""}[{r}]))',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod="",exported_pod="",Hostname=~"hami-.*|dra-.*"}[{r}])',
+    'avg_over_time(DCGM_FI_PROF_SM_ACTIVE{pod="",exported_pod="",hostname=~"hami-.*|dra-.*"}[{r}])',
+    "count by (Hostname, hostname) (last_over_time(DCGM_FI_DEV_FB_USED[{r}]))",
+]
+
+
+MIXED_HOURS = 12  # back to where the shared claim has its two consumers
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def mixed_pair(request, tmp_path_factory):
+    """(real Prometheus, simulated Prometheus) over the last hours of the mixed cluster (DRA, HAMi)."""
+    real, simulated = _pair(tmp_path_factory, END - timedelta(hours=MIXED_HOURS), END, VARIANTS[request.param],
+                            scenario="mixed", days=3)
+    yield real, simulated
+    simulated.stop()
+    real.close()
+
+
+def test_dra_and_hami_series_answer_the_same(mixed_pair):
+    real, simulated = mixed_pair
+    sent = collector_queries(real.url)
+    for h in range(MIXED_HOURS - 1, 0, -1):
+        end = END - timedelta(hours=h - 1)
+        sent += [(_query(q, r="3600000ms"), end - timedelta(milliseconds=1)) for q in DRA_QUERIES]
+        sent += [(_query(q, r="17m"), end - timedelta(minutes=19)) for q in DRA_QUERIES]
+    assert _compare(real, simulated, sent) > len(sent) // 2
+    _code, body = _get(simulated.url, 'count(DCGM_FI_PROF_SM_ACTIVE{dra_claim_name="shared-h100"})', END -
+                       timedelta(hours=9))
+    assert float(body["data"]["result"][0]["value"][1]) == 2  # one series per consumer of the shared claim

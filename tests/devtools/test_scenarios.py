@@ -32,6 +32,11 @@ FINGERPRINTS = {
     ("demo", 7, 2): "e2b32e3c9bee492767f77ee663e0a34a43aebe70146cf37516b89667425d4574",
     ("demo", 0, 7.5): "848fcd4098e122a2595781a8e0eacbdf2f84228ca521b7c8fa0fd8868c3e4f3a",
     ("tiny", 0, 1): "b3f81892be04ca21efc8c4a4e9046e1a2ece80efb9eba83e6b12da23e8262d17",
+    # issue 19: the mixed cluster (device plugin, MIG, time-slicing, DRA, DRA MIG, HAMi) and its variants; the
+    # fingerprint covers DRA and HAMi only where a scenario has them, so the pins above did not move.
+    ("mixed", 0, 3): "48119d2078c996882a925cadac460a50f06cc2aff6d78c3a946bbe5ba3670201",
+    ("mixed-v1beta1", 0, 3): "355878631a647f8f3fb666211ff116b26e6019514bf3181cf5548de940c13c86",
+    ("mixed-noattr", 0, 3): "d682ac004e07983828ac6f8bc325c9ee8c29b4a9807dbab734f494fa31fb740d",
 }
 LARGE_FINGERPRINT = "6af2ceb10e2bdc69783fd8c88dc5dbef1aba838497bed6b7d88f2bd2c8355cdd"  # every=25
 
@@ -66,6 +71,13 @@ def fingerprint(sc: Scenario, every: int = 1) -> str:
         "controllers": _canon(list(sc.controllers.values())[::every]),
         "health": _canon(sc.health), "overrides": _canon(sc.overrides),
     }
+    if sc.dra_versions or sc.hami:  # GPUs handed out by DRA and HAMi (none before: the pins above stay)
+        doc["accelerators"] = _canon({
+            "dra_versions": sc.dra_versions, "dra_attribution": sc.dra_attribution, "devices": sc.dra_devices,
+            "other_slices": sc.dra_other_slices, "templates": sc.templates, "claims": sc.claims,
+            "pod_claims": sc.pod_claims, "dra_held": sc.dra_held, "hami": sc.hami, "hami_allocs": sc.hami_allocs,
+            "node_annotations": sc.node_annotations,
+        })
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -171,10 +183,13 @@ ALLOWED = {
     "promql": set(),
     "serving": set(),
     "builders": {"model"},
-    "scenarios": {"builders", "model", "scenarios"},
-    "objects": {"model"},
-    "exposition": {"model"},
-    "k8s_api": {"model", "objects", "exposition", "serving"},
+    "dra": {"model"},
+    "hami": {"model"},
+    "scenarios": {"builders", "dra", "hami", "model", "scenarios"},
+    "objects": {"dra", "hami", "model"},
+    "dra_objects": {"dra", "model", "objects"},
+    "exposition": {"dra", "model"},
+    "k8s_api": {"dra", "dra_objects", "model", "objects", "exposition", "serving"},
     "prometheus_api": {"model", "exposition", "promql", "serving"},
 }
 

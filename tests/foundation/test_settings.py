@@ -54,3 +54,22 @@ def test_it_reads_secret_debug_and_allowed_hosts(tmp_path):
 def test_it_reads_the_team_label(tmp_path):
     env = clean_env(tmp_path, GPUFINOPS_TEAM_LABEL="example.com/team")
     assert settings_in_subprocess(env, ["GPUFINOPS_TEAM_LABEL"]) == {"GPUFINOPS_TEAM_LABEL": "example.com/team"}
+
+
+def test_production_settings_do_not_install_the_devtools(tmp_path):
+    """DEBUG off with the secrets production requires: no simulator, no `demo` or `simulate` command."""
+    env = clean_env(tmp_path, DEBUG="0", SECRET_KEY="p" * 64, GPUFINOPS_SECRETS_KEY="k" * 43 + "=",
+                    GPUFINOPS_METRICS_TOKEN="m" * 40, ALLOWED_HOSTS="gpufinops.example.com")
+    values = settings_in_subprocess(env, ["DEBUG", "GPUFINOPS_DEVTOOLS", "INSTALLED_APPS"])
+    assert (values["DEBUG"], values["GPUFINOPS_DEVTOOLS"]) == (False, False)
+    assert not [app for app in values["INSTALLED_APPS"] if app.startswith("devtools")]
+    assert "apps.dashboard" in values["INSTALLED_APPS"]
+
+
+def test_development_settings_install_the_devtools_unless_told_not_to(tmp_path):
+    assert "devtools" in settings_in_subprocess(clean_env(tmp_path), ["INSTALLED_APPS"])["INSTALLED_APPS"]
+    off = settings_in_subprocess(clean_env(tmp_path, GPUFINOPS_DEVTOOLS="0"), ["INSTALLED_APPS"])
+    assert "devtools" not in off["INSTALLED_APPS"]
+    on = settings_in_subprocess(clean_env(tmp_path, DEBUG="0", SECRET_KEY="p" * 64, GPUFINOPS_DEVTOOLS="1"),
+                                ["INSTALLED_APPS"])
+    assert "devtools" in on["INSTALLED_APPS"]

@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RULES_MODULES = {
     "apps.inventory.gpus",
+    "apps.inventory.gpus.*",
     "apps.inventory.teams",
     "apps.inventory.workloads",
     "apps.usage.ledger",

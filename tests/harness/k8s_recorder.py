@@ -225,8 +225,10 @@ class RecordedWorld:
     end: object  # the scenario's last hour boundary (aware datetime)
 
 
-def start_recorded_world(tmp_dir, days: int = 1):  # type: ignore[no-untyped-def]
-    """A generator yielding a RecordedWorld and tearing it down after (wrap it in a fixture).
+def start_recorded_world(tmp_dir, days: int = 1, scenario_name: str = "demo"):  # type: ignore[no-untyped-def]
+    """A generator yielding a RecordedWorld of the scenario (``mixed`` serves `resource.k8s.io` too: its
+    resourceslices, resourceclaims, resourceclaimtemplates and deviceclasses classify like any named group) and
+    tearing it down after (wrap it in a fixture).
 
     The Prometheus is the simulator's own (devtools.simulator.prometheus_api) where it exists, else a real,
     empty Prometheus (tests.harness.prometheus; buckets are then written without DCGM data)."""
@@ -236,7 +238,7 @@ def start_recorded_world(tmp_dir, days: int = 1):  # type: ignore[no-untyped-def
 
     start_server, build_scenario, start_sim_prometheus = simulator()
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    scenario = build_scenario("demo", seed=0, end=end, days=days)
+    scenario = build_scenario(scenario_name, seed=0, end=end, days=days)
     server = start_server(scenario, host="127.0.0.1", port=0)
     server.set_time(None)  # follow the wall clock: collect_cluster reads "now"
     recorder = start_recorder(server.url)

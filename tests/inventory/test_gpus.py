@@ -1,14 +1,11 @@
-"""The GPU rules (apps/inventory/gpus.py), table-driven over real node label sets and the trap shapes, and
+"""The GPU rules (apps/inventory/gpus/), table-driven over real node label sets and the trap shapes, and
 one test that asks the ledger path and the fragmentation path for the same nodes' physical GPUs."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from apps.capacity.fragmentation import cluster_fragmentation, node_slots
 from apps.inventory import gpus
@@ -16,12 +13,7 @@ from apps.inventory.models import Cluster
 from apps.inventory.observations import ContainerRequest, NodeInfo
 from apps.inventory.services import nodes_sync
 from apps.usage.inputs import node_facts
-
-REAL = Path(settings.BASE_DIR).parent / "shared" / "reference" / "samples" / "real"
-
-
-def _real_labels(name: str) -> dict[str, str]:
-    return json.loads((REAL / name).read_text())
+from tests.fixtures import gfd_labels as real
 
 
 def _labels(product: str, **extra: str) -> dict[str, str]:
@@ -55,15 +47,11 @@ SHAPES = [
     ),
     (
         "real H100, MIG mixed all-balanced, nvidia.com/gpu: 0 beside MIG resources",
-        _real_labels("h100-mig-mixed-node-labels.json"),
-        {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "2", "nvidia.com/mig-2g.20gb": "1",
-         "nvidia.com/mig-3g.40gb": "1"},
-        1, gpus.MIG_MIXED, "NVIDIA-H100-80GB-HBM3",
+        real.H100_MIG_MIXED, real.H100_MIG_MIXED_CAPACITY, 1, gpus.MIG_MIXED, "NVIDIA-H100-80GB-HBM3",
     ),
     (
         "real H100, mig.strategy=single with mig.config=all-disabled: whole GPU",
-        _real_labels("h100-node-labels.json"),
-        {"nvidia.com/gpu": "1"}, 1, gpus.WHOLE, "NVIDIA-H100-80GB-HBM3",
+        real.H100_MIG_DISABLED, {"nvidia.com/gpu": "1"}, 1, gpus.WHOLE, "NVIDIA-H100-80GB-HBM3",
     ),
     (
         "L4 time-sliced, renameByDefault false (-SHARED product)",
@@ -83,6 +71,22 @@ SHAPES = [
     (
         "device plugin not registered: GFD count, nothing allocatable",
         {"nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "2"}, {}, 2, gpus.WHOLE, "NVIDIA-L4",
+    ),
+    (
+        "real A100-PCIE-40GB, MIG single all-1g.5gb: 7 devices of one GPU, no NVIDIA- prefix",
+        real.A100_PCIE_MIG_SINGLE, real.A100_PCIE_MIG_SINGLE_CAPACITY, 1, gpus.MIG_SINGLE, "A100-PCIE-40GB",
+    ),
+    (
+        "real H100 NVL, MIG single all-1g.12gb, no count label: 7 devices in capacity",
+        real.H100_NVL_MIG_SINGLE, {"nvidia.com/gpu": "7"}, 1, gpus.MIG_SINGLE, "NVIDIA-H100-NVL",
+    ),
+    (
+        "real H100 XE9680, 8 GPUs, gpu.replicas=1 (not shared)",
+        real.H100_XE9680, {"nvidia.com/gpu": "8"}, 8, gpus.WHOLE, "NVIDIA-H100-80GB-HBM3",
+    ),
+    (
+        "real 4 x L40 excerpt: a count and no product",
+        real.L40, {"nvidia.com/gpu": "4"}, 4, gpus.WHOLE, "",
     ),
 ]  # fmt: skip
 
@@ -104,6 +108,8 @@ def test_it_classifies_real_and_trap_node_shapes(case, labels, capacity, physica
         (SHAPES[1][1], SHAPES[1][2], "nvidia.com/gpu", 2 / 7, "mig-2g.20gb"),
         (SHAPES[6][1], SHAPES[6][2], "nvidia.com/gpu", 1 / 4, "replica"),
         (SHAPES[7][1], SHAPES[7][2], "nvidia.com/gpu.shared", 1 / 4, "replica"),
+        (real.A100_PCIE_MIG_SINGLE, real.A100_PCIE_MIG_SINGLE_CAPACITY, "nvidia.com/gpu", 1 / 7, "mig-1g.5gb"),
+        (real.H100_XE9680, {"nvidia.com/gpu": "8"}, "nvidia.com/gpu", 1.0, "gpu"),
     ],
 )
 def test_it_gives_each_unit_its_share_and_kind(labels, capacity, resource, share, unit):

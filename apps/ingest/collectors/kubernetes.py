@@ -14,9 +14,10 @@ from kubernetes import client, config
 
 from apps.ingest.collectors.kueue import KueueError, read_kueue
 from apps.ingest.collectors.limits import PAGE_SIZE, request_timeout
-from apps.inventory.gpus import is_gpu_node, is_nvidia_resource
+from apps.ingest.collectors.podspec import container_requests, nvidia_resources
+from apps.inventory.gpus import is_gpu_node
 from apps.inventory.models import Cluster
-from apps.inventory.observations import ClusterSnapshot, ContainerRequest, NamespaceInfo, NodeInfo, PodInfo
+from apps.inventory.observations import ClusterSnapshot, NamespaceInfo, NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -70,48 +71,18 @@ def _time(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value))
 
 
-def _nvidia(resources: dict[str, Any] | None) -> dict[str, str]:
-    return {k: str(v) for k, v in (resources or {}).items() if is_nvidia_resource(k)}
-
-
-def parse_quantity(value: Any) -> float | None:
-    """Extended resources are integers; reject anything else instead of guessing."""
-    try:
-        q = float(str(value))
-    except (TypeError, ValueError):
-        return None
-    if q != q or q < 0 or q in (float("inf"),):
-        return None
-    return q
-
-
 def _to_node(n: dict[str, Any]) -> NodeInfo:
     meta, spec, status = n.get("metadata") or {}, n.get("spec") or {}, n.get("status") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
     return NodeInfo(
         name=meta.get("name") or "",
         labels=dict(meta.get("labels") or {}),
-        capacity=_nvidia(status.get("capacity")),
-        allocatable=_nvidia(status.get("allocatable")),
+        capacity=nvidia_resources(status.get("capacity")),
+        allocatable=nvidia_resources(status.get("allocatable")),
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         created=_time(meta.get("creationTimestamp")),
     )
-
-
-def _container_resources(c: dict[str, Any]) -> dict[str, float]:
-    res = c.get("resources") or {}
-    requests = _nvidia(res.get("requests"))
-    limits = _nvidia(res.get("limits"))
-    merged = {**limits, **requests}  # extended resources: requests equal limits; read limits when absent
-    out: dict[str, float] = {}
-    for k, v in merged.items():
-        q = parse_quantity(v)
-        if q is None:
-            log.warning("ignoring unparsable quantity %r for %s in container %s", v, k, c.get("name"))
-            continue
-        out[k] = q
-    return out
 
 
 def _finished(status: dict[str, Any]) -> datetime | None:
@@ -134,12 +105,7 @@ def _controller(meta: dict[str, Any]) -> tuple[str, str] | None:
 
 def _to_pod(p: dict[str, Any]) -> PodInfo | None:
     meta, spec, status = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
-    containers: list[ContainerRequest] = []
-    for c in spec.get("containers") or []:
-        containers.append(ContainerRequest(c.get("name") or "", "app", _container_resources(c)))
-    for c in spec.get("initContainers") or []:
-        kind = "sidecar" if c.get("restartPolicy") == "Always" else "init"
-        containers.append(ContainerRequest(c.get("name") or "", kind, _container_resources(c)))
+    containers = container_requests(spec)
     if not any(c.resources for c in containers):
         return None
     phase = status.get("phase") or ""

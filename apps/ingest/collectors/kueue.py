@@ -18,11 +18,11 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from apps.ingest.collectors.limits import PAGE_SIZE, request_timeout
-from apps.inventory.gpus import device_request, is_nvidia_resource
+from apps.ingest.collectors.podspec import container_requests
+from apps.inventory.gpus import device_request
 from apps.inventory.observations import (
     ClusterQueueInfo,
     Condition,
-    ContainerRequest,
     KueueObjects,
     LocalQueueInfo,
     PodSetInfo,
@@ -139,15 +139,8 @@ def parse_time(value: str | None) -> datetime | None:
 
 def _pod_set(ps: dict) -> PodSetInfo:
     pod_spec = (ps.get("template") or {}).get("spec") or {}
-    containers = []
-    for kind, key in (("app", "containers"), ("init", "initContainers")):
-        for c in pod_spec.get(key) or []:
-            res = c.get("resources") or {}
-            merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-            amounts = {k: quantity(v) for k, v in merged.items() if is_nvidia_resource(k)}
-            restartable = kind == "init" and c.get("restartPolicy") == "Always"
-            containers.append(ContainerRequest(c.get("name", ""), "sidecar" if restartable else kind, amounts))
-    return PodSetInfo(name=ps.get("name", ""), count=int(ps.get("count") or 1), request=device_request(containers))
+    request = device_request(container_requests(pod_spec))
+    return PodSetInfo(name=ps.get("name", ""), count=int(ps.get("count") or 1), request=request)
 
 
 def parse_workload(obj: dict, version: str) -> WorkloadInfo:

@@ -69,6 +69,9 @@ class Command(BaseCommand):
         parser.add_argument("--scenario", default="demo")
         parser.add_argument("--days", type=int, default=7)
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--with-dra", action="store_true", default=None,
+                            help="demo scenario only: add its DRA node group and HAMi node (default: "
+                                 "devtools.simulator.scenarios.DEMO_WITH_DRA)")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         if opts["days"] < 1:
@@ -90,7 +93,8 @@ class Command(BaseCommand):
         now = datetime.now(UTC)
         end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
         try:
-            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"] + 1)
+            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"] + 1,
+                                      with_dra=opts.get("with_dra"))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         since = now - timedelta(days=opts["days"])

@@ -34,6 +34,9 @@ RENAME_HELP = (
 )
 
 LARGE_NODES_HELP = "large scenario only: its number of 8-GPU nodes (default 1250 = 10,000 GPUs; 125 = 1,000 GPUs)"
+DRA_FRACTION_HELP = "large scenario only: the fraction of its nodes on NVIDIA's DRA driver, e.g. 0.333 (default 0)"
+WITH_DRA_HELP = ("demo scenario only: add its DRA node group and HAMi node "
+                 "(default: devtools.simulator.scenarios.DEMO_WITH_DRA)")
 
 
 def _rename(value: str) -> tuple[str, str]:
@@ -45,6 +48,11 @@ def _rename(value: str) -> tuple[str, str]:
     if not sep or old not in DCGM_FAMILIES or not new or not new.replace("_", "").isalnum():
         raise argparse.ArgumentTypeError(f"expected FROM=TO with FROM one of the DCGM metrics, got {value!r}")
     return old, new
+
+
+def _options(opts: dict) -> dict:
+    """The scenario's own options, as ``build_scenario`` takes them."""
+    return {"large_nodes": opts["large_nodes"], "dra_fraction": opts["dra_fraction"], "with_dra": opts["with_dra"]}
 
 
 class Command(BaseCommand):
@@ -62,6 +70,8 @@ class Command(BaseCommand):
         s.add_argument("--end", help="scenario end (hour-aligned ISO 8601); default: --at (or now) ceiled to the hour")
         s.add_argument("--days", type=float, default=7)
         s.add_argument("--large-nodes", type=int, default=None, metavar="N", help=LARGE_NODES_HELP)
+        s.add_argument("--dra-fraction", type=float, default=None, metavar="F", help=DRA_FRACTION_HELP)
+        s.add_argument("--with-dra", action="store_true", default=None, help=WITH_DRA_HELP)
         s.add_argument("--host", default="127.0.0.1")
         s.add_argument("--port", type=int, default=0)
         s.add_argument("--kubeconfig-out", default="var/sim-kubeconfig.yaml")
@@ -80,6 +90,8 @@ class Command(BaseCommand):
             "--days", type=float, default=None, help="scenario length; default 7 days or enough to cover --since"
         )
         e.add_argument("--large-nodes", type=int, default=None, metavar="N", help=LARGE_NODES_HELP)
+        e.add_argument("--dra-fraction", type=float, default=None, metavar="F", help=DRA_FRACTION_HELP)
+        e.add_argument("--with-dra", action="store_true", default=None, help=WITH_DRA_HELP)
         e.add_argument("--hostname-label", choices=["Hostname", "hostname"], default="Hostname")
         e.add_argument(
             "--exported-labels",
@@ -104,7 +116,7 @@ class Command(BaseCommand):
             end = _parse_time(opts["end"]) if opts.get("end") else ceil_hour(at or datetime.now(UTC))
             try:
                 sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"],
-                                    large_nodes=opts["large_nodes"])
+                                    **_options(opts))
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             if opts["scrape_seconds"] <= 0:
@@ -149,8 +161,7 @@ class Command(BaseCommand):
             days = max(7.0, (end - since).total_seconds() / 86400.0)
             days = float(int(days) + (0 if days == int(days) else 1))
         try:
-            sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days,
-                                large_nodes=opts["large_nodes"])
+            sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days, **_options(opts))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if since < sc.start:

@@ -156,7 +156,7 @@ SPEC = {
     },
     # series of these GPUs never carry pod identity (unmeasured)
     "labels_lost": [["a100-mig-0", 6]],
-    # Health events (the findings' truth: tests/oracle.py expected_findings). All but the row remap failure sit
+    # Health events (the findings' truth: tests/oracle/findings.py expected_findings). All but the row remap failure sit
     # in T0+19h..T0+1d+23h: mid-week in a 7-day demo, and within the last day of a 2-day one (the collection
     # tests' window), never in the last hours the Prometheus comparisons read.
     "health": [

@@ -5,8 +5,8 @@ has passed. Exits non-zero when a send failed this time (it is retried on a late
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.dateparse import parse_datetime
 
+from apps.common.commands import time_option
 from apps.findings.notifications import send_notifications
 
 
@@ -14,15 +14,10 @@ class Command(BaseCommand):
     help = "Send the findings notifications that are due (e-mail and team webhooks); each is recorded."
 
     def add_arguments(self, parser):
-        parser.add_argument("--now", help="ISO 8601 instant to act as (default: now)")
+        parser.add_argument("--now", help="ISO 8601 time (UTC unless it has an offset) to act as (default: now)")
 
     def handle(self, *args, **opts):
-        now = None
-        if opts["now"]:
-            now = parse_datetime(opts["now"])
-            if now is None or now.tzinfo is None:
-                raise CommandError(f"--now must be an ISO 8601 time with a zone, got {opts['now']!r}")
-        r = send_notifications(now)
+        r = send_notifications(time_option("now", opts["now"]))
         self.stdout.write(f"{r.planned} new notification(s) planned; {r.sent} message(s) sent "
                           f"({r.summarized} told in summaries), {r.deferred} deferred by the rate limit, "
                           f"{r.failed} failed ({r.given_up} given up)")

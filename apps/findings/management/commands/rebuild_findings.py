@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
+from apps.common.commands import time_option
 from apps.common.timeutils import floor_hour, hours_between
 from apps.findings.services import rebuild_from_ledger
 from apps.inventory.models import Cluster
@@ -23,10 +23,10 @@ class Command(BaseCommand):
         parser.add_argument("--until")
 
     def handle(self, *args, **opts):
-        since = parse_datetime(opts["since"])
-        until = parse_datetime(opts["until"]) if opts["until"] else timezone.now()
-        if since is None or until is None or since.tzinfo is None or until.tzinfo is None:
-            raise CommandError("--since/--until must be ISO 8601 times with a zone")
+        since = time_option("since", opts["since"])
+        until = time_option("until", opts["until"]) or timezone.now()
+        if since is None:
+            raise CommandError("--since is required")
         clusters = Cluster.objects.order_by("name")
         if opts["cluster"]:
             clusters = clusters.filter(name=opts["cluster"])

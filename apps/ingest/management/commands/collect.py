@@ -1,25 +1,14 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 
+from apps.common.commands import time_option
 from apps.common.timeutils import hours_between
 from apps.ingest import services
 from apps.inventory.models import Cluster
-
-
-def parse_when(value: str, name: str) -> datetime:
-    dt = parse_datetime(value)
-    if dt is None:
-        d = parse_date(value)
-        if d is None:
-            raise CommandError(f"{name} must be ISO 8601, got {value!r}")
-        dt = datetime(d.year, d.month, d.day)
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
 class Command(BaseCommand):
@@ -44,8 +33,8 @@ class Command(BaseCommand):
                 raise CommandError(f"no cluster named {opts['cluster']!r} (see add_cluster)")
         if not clusters.exists():
             raise CommandError("no clusters configured: run `manage.py add_cluster` first")
-        until = parse_when(opts["until"], "--until") if opts["until"] else now
-        since = parse_when(opts["since"], "--since") if opts["since"] else None
+        until = time_option("until", opts["until"]) or now
+        since = time_option("since", opts["since"])
         if since and since >= until:
             raise CommandError("--since must be before --until")
         problems = []

@@ -9,7 +9,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.common.params import parse_datetime_value
+from apps.common.commands import time_option
 from apps.reports import focus
 
 
@@ -24,11 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--metadata", help="also write the FOCUS metadata JSON to this file")
 
     def handle(self, *args, **opts):
-        try:
-            start = parse_datetime_value("start", opts["start"])
-            end = parse_datetime_value("end", opts["end"])
-        except Exception as exc:  # DRF ValidationError: one line, naming the option
-            raise CommandError(f"{exc}") from exc
+        start, end = time_option("start", opts["start"]), time_option("end", opts["end"])
+        if start is None or end is None:
+            raise CommandError("--start and --end are required")
         if end <= start:
             raise CommandError("--end must be after --start")
         if any(t.minute or t.second or t.microsecond for t in (start, end)):

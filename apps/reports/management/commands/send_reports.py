@@ -4,8 +4,8 @@ twin (interfaces.md). Exits non-zero when a send failed (retried on the next run
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.dateparse import parse_datetime
 
+from apps.common.commands import time_option
 from apps.reports.periods import KINDS, parse_period
 from apps.reports.services import send_reports
 
@@ -20,14 +20,10 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true",
                             help="send a provisional edition when the period is not final yet")
         parser.add_argument("--kind", choices=KINDS, help="only weekly or only monthly subscriptions")
-        parser.add_argument("--now", help="ISO 8601 instant to act as (default: now)")
+        parser.add_argument("--now", help="ISO 8601 time (UTC unless it has an offset) to act as (default: now)")
 
     def handle(self, *args, **opts):
-        now = None
-        if opts["now"]:
-            now = parse_datetime(opts["now"])
-            if now is None or now.tzinfo is None:
-                raise CommandError(f"--now must be an ISO 8601 time with a zone, got {opts['now']!r}")
+        now = time_option("now", opts["now"])
         period = None
         if opts["period"]:
             try:

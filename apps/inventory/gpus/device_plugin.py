@@ -1,11 +1,13 @@
-"""The GPU rules: how gpufinops reads NVIDIA GPUs off Kubernetes nodes and pods (ledger.md "Capacity",
-"Node groups", "Allocation").
+"""GPUs handed out by the NVIDIA device plugin: how gpufinops reads them off Kubernetes nodes and pods
+(ledger.md "Capacity", "Node groups", "Allocation"). Part of the one home of the GPU rules
+(`apps.inventory.gpus`, which re-exports these names); pure (no queries, no I/O).
 
-This module is the one home of these rules. The ledger, fragmentation, queues, the collectors and every
-view call it; none of them derives a GPU count, a share, a GPU model or a node group on its own, so two
-screens cannot give two answers for one node. Everything here is pure (no queries, no I/O).
+`GpuNode` is also what the DRA and HAMi rules (`dra.py`, `hami.py`) make of their nodes (sharing
+`DRA_CLAIMS` / `HAMI_FRACTIONS`), so capacity and the ledger read every node through one type; on those
+nodes no device-plugin resource is a unit (`GpuNode.unit_share` is None): their pods' GPUs come from claims
+and from HAMi's annotation.
 
-Traps of real GPU Feature Discovery labels (samples in ../shared/reference/samples/real/):
+Traps of real GPU Feature Discovery labels (restated, with their sources, in tests/fixtures/gfd_labels.py):
 
 * MIG *single* strategy: `nvidia.com/gpu.count` counts MIG devices and the product carries a
   `-MIG-<profile>` suffix. Physical GPUs = devices / instances per GPU of that profile.
@@ -23,6 +25,24 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from apps.inventory.gpus.vocabulary import (
+    DEFAULT_COMPUTE_SLICES,
+    HAMI_FRACTIONS,
+    MIG_MIXED,
+    MIG_SINGLE,
+    MPS,
+    NOT_DEVICE_PLUGIN,
+    REPLICATED,
+    TIME_SLICING,
+    UNIT_FRACTION,
+    UNIT_GPU,
+    UNIT_REPLICA,
+    WHOLE,
+    compute_slices,
+    mig_unit,
+    profile_slices,
+)
 
 # ---- Names Kubernetes and GPU Feature Discovery use ----
 
@@ -42,25 +62,6 @@ GPU_NODE_LABELS: tuple[str, ...] = (
     LABEL_PRODUCT, LABEL_COUNT, LABEL_REPLICAS, LABEL_MEMORY, LABEL_SHARING, LABEL_MIG_STRATEGY,
 )
 
-# Sharing modes of a node's GPUs.
-WHOLE = "none"
-TIME_SLICING = "time-slicing"
-MPS = "mps"
-MIG_MIXED = "mig-mixed"
-MIG_SINGLE = "mig-single"
-REPLICATED = (TIME_SLICING, MPS)
-
-# What one unit of a device resource is: a whole GPU, a time-sliced/MPS replica, or a MIG instance of a
-# profile ("mig-" + profile, e.g. "mig-1g.10gb").
-UNIT_GPU = "gpu"
-UNIT_REPLICA = "replica"
-UNIT_MIG_PREFIX = "mig-"
-
-# MIG compute slices of one GPU: 7 on A100, H100, H200, B200; 4 on A30 (ledger.md "Allocation").
-DEFAULT_COMPUTE_SLICES = 7
-_FOUR_SLICE_MODELS = ("A30",)
-
-_PROFILE = re.compile(r"^(\d+)g\.")
 _MIG_SUFFIX = re.compile(r"-MIG-(\d+g\.[0-9a-z.+]+)$", re.IGNORECASE)
 _SHARED_SUFFIX = "-SHARED"
 
@@ -94,17 +95,6 @@ def mig_profile(resource: str) -> str | None:
     return resource.removeprefix(NVIDIA_MIG_PREFIX) if resource.startswith(NVIDIA_MIG_PREFIX) else None
 
 
-def profile_slices(profile: str) -> int | None:
-    """Compute slices of a MIG profile: the N of `<N>g.<M>gb` (also of a DCGM `GPU_I_PROFILE`)."""
-    match = _PROFILE.match(profile or "")
-    return int(match.group(1)) if match else None
-
-
-def compute_slices(model: str) -> int:
-    """MIG compute slices of a whole GPU of this model."""
-    return 4 if any(m in model.upper() for m in _FOUR_SLICE_MODELS) else DEFAULT_COMPUTE_SLICES
-
-
 def gpu_model(product: str) -> str:
     """The GPU model (and price key) of a GFD product label: without `-SHARED` and `-MIG-<profile>`."""
     return _MIG_SUFFIX.sub("", product.removesuffix(_SHARED_SUFFIX))
@@ -123,9 +113,12 @@ def is_gpu_node(labels: Mapping[str, str], resources: Mapping[str, object]) -> b
     return LABEL_COUNT in labels or LABEL_PRODUCT in labels or any(is_nvidia_resource(r) for r in resources)
 
 
-def is_zero_allocatable(allocatable: Mapping[str, object]) -> bool:
+def is_zero_allocatable(allocatable: Mapping[str, object], sharing: str = WHOLE) -> bool:
     """No device resource is allocatable (device plugin not registered). A MIG mixed node's
-    `nvidia.com/gpu: 0` beside allocatable MIG instances is not zero-allocatable."""
+    `nvidia.com/gpu: 0` beside allocatable MIG instances is not zero-allocatable, nor is a node whose GPUs
+    DRA or HAMi hand out (`sharing` of its GpuNode): no device-plugin resource is expected there."""
+    if sharing in NOT_DEVICE_PLUGIN:
+        return False
     return sum(to_count(v) for r, v in allocatable.items() if is_device_resource(r)) == 0
 
 
@@ -138,7 +131,7 @@ class GpuNode:
 
     gpu_model: str
     physical_gpus: int
-    sharing: str  # WHOLE | TIME_SLICING | MPS | MIG_MIXED | MIG_SINGLE
+    sharing: str  # WHOLE | TIME_SLICING | MPS | MIG_MIXED | MIG_SINGLE | DRA_CLAIMS | HAMI_FRACTIONS
     compute_slices: int
     replicas: Mapping[str, float] = field(default_factory=dict)  # resource -> replicas per GPU (shared)
     mig_single_profile: str = ""  # the node's MIG profile under the single strategy
@@ -148,15 +141,23 @@ class GpuNode:
     def mig_single_slices(self) -> int:
         return profile_slices(self.mig_single_profile) or 0
 
+    def instance_share(self, profile: str) -> float | None:
+        """Share of one of this node's GPUs that a MIG instance of `profile` (`3g.40gb`, or a DCGM
+        `GPU_I_PROFILE`) is, by compute slices; None when the profile names no slices."""
+        slices = profile_slices(profile)
+        return slices / self.compute_slices if slices else None
+
     def unit_share(self, resource: str, *, by_memory: bool = False) -> float | None:
         """Share of one physical GPU per unit of `resource` here (the ledger's table); None: not a GPU
-        resource the ledger knows (reported, never counted)."""
+        resource the ledger knows (reported, never counted), and every device-plugin resource on a DRA or
+        HAMi node: there an `nvidia.com/gpu` request is a vGPU or an extended resource a claim serves."""
+        if self.sharing in NOT_DEVICE_PLUGIN:
+            return None
         profile = mig_profile(resource)
         if profile is not None:
             if by_memory and resource in self.mig_memory_fraction:
                 return self.mig_memory_fraction[resource]
-            slices = profile_slices(profile)
-            return slices / self.compute_slices if slices else None
+            return self.instance_share(profile)
         if resource not in (NVIDIA_GPU, NVIDIA_GPU_SHARED):
             return None
         if self.sharing == MIG_SINGLE and resource == NVIDIA_GPU:
@@ -166,12 +167,15 @@ class GpuNode:
         return 1.0
 
     def unit_kind(self, resource: str) -> str:
-        """What one unit of `resource` is on this node: UNIT_GPU, UNIT_REPLICA or `mig-<profile>`."""
+        """What one unit of `resource` is on this node: UNIT_GPU, UNIT_REPLICA or `mig-<profile>` (on a
+        HAMi node a vGPU, UNIT_FRACTION)."""
+        if self.sharing == HAMI_FRACTIONS and resource in (NVIDIA_GPU, NVIDIA_GPU_SHARED):
+            return UNIT_FRACTION
         profile = mig_profile(resource)
         if profile is not None:
-            return UNIT_MIG_PREFIX + profile
+            return mig_unit(profile)
         if self.sharing == MIG_SINGLE and resource == NVIDIA_GPU:
-            return UNIT_MIG_PREFIX + self.mig_single_profile
+            return mig_unit(self.mig_single_profile)
         if resource == NVIDIA_GPU_SHARED or self.sharing in REPLICATED:
             return UNIT_REPLICA
         return UNIT_GPU
@@ -249,7 +253,6 @@ def _mig_memory(labels: Mapping[str, str], mig_units: Mapping[str, int]) -> dict
 
 
 class ContainerLike(Protocol):
-    # Read-only members, so frozen dataclasses (observations.ContainerRequest) satisfy the protocol.
     @property
     def kind(self) -> str: ...  # "app" | "init" | "sidecar" (a restartable init container)
 
