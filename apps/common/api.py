@@ -81,7 +81,6 @@ class Pagination(PageNumberPagination):
             raise param_error(self.page_query_param, str(exc.detail)) from exc
 
 
-
 # ---- What the OpenAPI document says of the parameters and errors every endpoint shares ----
 
 CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
@@ -94,6 +93,7 @@ ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
     401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
 }
+
 
 class FormatParamMixin(APIView):
     """Turns an unknown ``?format=`` (DRF answers 404) into a 400 naming ``format``; errors are always JSON."""
