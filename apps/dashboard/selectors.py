@@ -27,6 +27,7 @@ from apps.common.timeutils import DAY, HOUR, iso_week_start
 from apps.dashboard import charts
 from apps.dashboard.scope import SIGNAL_NAMES, Scope, Window
 from apps.dashboard.tables import Block, Column
+from apps.findings.selectors import idle_allocation_list
 from apps.queues.selectors import (
     admission_wait_summary,
     local_queue_list,
@@ -48,7 +49,6 @@ from apps.usage.selectors import (
     clusters_missing_signal,
     coverage,
     data_as_of,
-    idle_allocation_list,
     pod_workloads,
     usage_report,
     workload_pods,

@@ -2,7 +2,7 @@
 
 Aggregations read the rollups, never the pod rows: ``UsageDay``/``CapacityDay`` when the range is
 whole UTC days and nobody asked for hours, else ``UsageHour``/``CapacityHour``. Idle allocations are
-answered by the findings app (see ``idle_allocation_list``).
+findings: ``apps.findings.selectors.idle_allocation_list``.
 
 Access control is one argument, ``visible_teams``: the set from
 ``apps.accounts.selectors.visible_team_names`` (None means every team). Every read filters by it.
@@ -14,7 +14,7 @@ import hashlib
 import math
 import pickle
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -22,7 +22,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
@@ -428,36 +427,6 @@ def capacity_and_provisional(
         cur.execute(f"SELECT {sums}, EXISTS({prov_sql}) FROM ({rows_sql}) capacity_rows", [*prov_params, *rows_params])
         *values, provisional = cur.fetchone()
     return _capacity_figures(dict(zip(CAPACITY_FIELDS, values, strict=True))), bool(provisional)
-
-
-# ---- Idle allocations (ledger.md, "Idle allocations") ----
-
-# Idle allocations are findings now (apps/findings, docs/findings.md): computed at collection with the other
-# kinds and kept with their start and end. That app sits above the ledger, so it registers its reader here when
-# Django starts (FindingsConfig.ready); this name stays for the callers of the ledger's read.
-IdleAllocationReader = Callable[..., list[dict[str, Any]]]
-_idle_allocation_reader: IdleAllocationReader | None = None
-
-
-def register_idle_allocation_reader(reader: IdleAllocationReader) -> None:
-    global _idle_allocation_reader
-    _idle_allocation_reader = reader
-
-
-def idle_allocation_list(
-    *,
-    visible_teams: set[str] | None,
-    cluster: str | None = None,
-    team: str | None = None,
-    signal: str | None = None,
-) -> list[dict[str, Any]]:
-    """Pods holding GPUs that have done (almost) nothing for at least ``GPUFINOPS_IDLE_MIN_HOURS`` consecutive
-    hours (activity below ``GPUFINOPS_IDLE_THRESHOLD``) up to their cluster's latest bucket, largest idle
-    GPU-hours first: the idle-allocation findings (``apps.findings.selectors.idle_allocation_list``). An hour
-    without any measurement never counts as idle. A ``signal`` other than the default raises ValueError."""
-    if _idle_allocation_reader is None:
-        raise ImproperlyConfigured("idle allocations are findings: add apps.findings to INSTALLED_APPS")
-    return _idle_allocation_reader(visible_teams=visible_teams, cluster=cluster, team=team, signal=signal)
 
 
 # ---- Collection: which buckets are due ----
