@@ -12,19 +12,22 @@ URL := http://$(HOST):$(PORT)/
 
 ifeq ($(USE_VENV),1)
 PYTHON := $(VENV)/bin/python
+BIN := $(VENV)/bin/
 STAMP := $(VENV)/.gpufinops-installed
 else
 PYTHON ?= python
+BIN :=
 STAMP :=
 endif
 
-.PHONY: run demo test lint bench migrate static check-deploy install help deploy-render deploy-validate rules-test
+.PHONY: run demo test lint check bench migrate static check-deploy install help deploy-render deploy-validate rules-test
 
 help:
 	@echo "make run    - install into .venv if needed, migrate (SQLite under var/ unless DATABASE_URL is set),"
 	@echo "              seed the simulated demo cluster, serve $(URL)"
 	@echo "make test   - install into .venv if needed, run the test suite (python -m pytest -q)"
 	@echo "make lint   - ruff check ."
+	@echo "make check  - ruff, the import contracts (lint-imports) and mypy: the static checks CI runs"
 	@echo "make bench  - the benchmarks in bench/"
 	@echo "make deploy-render deploy-validate rules-test - render and validate deploy/ (docs/deploy.md)"
 
@@ -59,6 +62,12 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check .
+
+# The static checks .ci/run runs before the tests: lint, the import contracts in pyproject.toml, mypy.
+check: $(STAMP)
+	$(PYTHON) -m ruff check .
+	$(BIN)lint-imports --no-cache
+	$(PYTHON) -m mypy
 
 bench: $(STAMP)
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -242,7 +243,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "ENUM_NAME_OVERRIDES": {
         "SignalEnum": "apps.usage.activity.SIGNALS",
-        "FindingKindEnum": "apps.findings.models.Kind",
+        "FindingKindEnum": "apps.findings.constants.Kind",
         "ReportCadenceEnum": ["weekly", "monthly"],
     },
     # Swagger UI and ReDoc from the installed sidecar package (static files): no CDN, works offline.
@@ -253,7 +254,7 @@ SPECTACULAR_SETTINGS = {
 
 # ---- Caches (throttling); Redis when configured ----
 CACHE_URL = envstr("CACHE_URL", "")
-CACHES = {
+CACHES: dict[str, dict[str, Any]] = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL

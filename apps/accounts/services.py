@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -20,7 +22,7 @@ from apps.inventory.models import Team
 from apps.inventory.teams import is_valid_team_name
 
 
-def create_api_token(user: AbstractBaseUser, expires_days: int | None = None) -> str:
+def create_api_token(user: User, expires_days: int | None = None) -> str:
     """Issues a token for `user`, valid `expires_days` days (default `GPUFINOPS_API_TOKEN_DAYS`, at most
     `GPUFINOPS_API_TOKEN_MAX_DAYS`).
 
@@ -42,7 +44,7 @@ def create_api_token(user: AbstractBaseUser, expires_days: int | None = None) ->
     return token
 
 
-def revoke_api_tokens(user: AbstractBaseUser, *, prefix: str | None = None) -> int:
+def revoke_api_tokens(user: User, *, prefix: str | None = None) -> int:
     """Deletes the user's tokens (all, or the one(s) starting with `prefix`); returns how many."""
     tokens = ApiToken.objects.filter(user=user)
     if prefix is not None:
@@ -52,7 +54,7 @@ def revoke_api_tokens(user: AbstractBaseUser, *, prefix: str | None = None) -> i
     return tokens.delete()[0]
 
 
-def get_user(username: str) -> AbstractBaseUser:
+def get_user(username: str) -> User:
     user_model = get_user_model()
     try:
         return user_model.objects.get(**{user_model.USERNAME_FIELD: username})
@@ -87,9 +89,9 @@ def add_team_member(team_name: str, username: str, *, create: bool = False) -> T
 
 @transaction.atomic
 def add_user(
-    username: str, *, password: str | None, email: str = "", teams: list[str] = (), finance: bool = False,
+    username: str, *, password: str | None, email: str = "", teams: Sequence[str] = (), finance: bool = False,
     staff: bool = False,
-) -> AbstractBaseUser:
+) -> User:
     """Creates or updates a person: password (when given), e-mail, team memberships (existing teams only),
     the `finance` group (sees every team) and staff (sees every team, and the admin)."""
     user_model = get_user_model()
@@ -98,7 +100,8 @@ def add_user(
     if email:
         validate_email(email)
     found = [_team(t, create=False) for t in teams]
-    user, _ = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})
+    lookup: dict[str, Any] = {user_model.USERNAME_FIELD: username}
+    user, _ = user_model.objects.get_or_create(**lookup)
     if password:
         validate_password(password, user)
         user.set_password(password)

@@ -148,7 +148,7 @@ def pending_gpu_hours(
         if visible_teams is not None:
             qs = qs.filter(team__in=sorted(visible_teams))
         key = ("team", "cluster_queue", "local_queue", "reason")
-        hours: dict[tuple, float] = defaultdict(float)
+        hours: dict[tuple[str, str, str, str], float] = defaultdict(float)  # (team, queues, reason) -> hours
         for r in qs.values(*key, "taken_at", "per_pod", "share").annotate(pods=Sum("pods")).order_by():
             hours[tuple(r[k] for k in key)] += r["per_pod"] * r["pods"] * r["share"] * step.get(r["taken_at"], 0.0)
         items = {
@@ -156,5 +156,5 @@ def pending_gpu_hours(
             for r in qs.values(*key).annotate(n=Count(Concat("kind", Value("/"), "namespace", Value("/"), "name"),
                                                       distinct=True)).order_by()
         }
-        out.extend(Waited(c.name, *k, round(v, 6), items.get(k, 0)) for k, v in sorted(hours.items()))
+        out.extend(Waited(c.name, *k, gpu_hours=round(v, 6), items=items.get(k, 0)) for k, v in sorted(hours.items()))
     return out

@@ -93,13 +93,20 @@ def _join(*parts: str) -> str:
 def _replace_pending_workloads(
     collection: CapacityCollection, kueue: KueueObjects | None, rule: TeamRule, slots: list[NodeSlots]
 ) -> None:
-    """The collection's pending-workload rows, from the workloads Kueue has not admitted.
+    """The collection's pending-workload rows, from the workloads Kueue has not admitted (none without Kueue)."""
+    rows = _pending_workloads(collection, kueue, rule, slots) if kueue is not None else []
+    collection.pending.filter(kind=PendingKind.WORKLOAD).delete()
+    PendingWork.objects.bulk_create(rows)
 
-    Without `QuotaReserved=True` the reason is quota; with quota but not yet `Admitted` (admission
+
+def _pending_workloads(
+    collection: CapacityCollection, kueue: KueueObjects, rule: TeamRule, slots: list[NodeSlots]
+) -> list[PendingWork]:
+    """Without `QuotaReserved=True` the reason is quota; with quota but not yet `Admitted` (admission
     checks) it is other. A workload is diagnosed by its largest GPU pod set.
     """
     rows = []
-    for w in kueue.workloads if kueue is not None else ():
+    for w in kueue.workloads:
         reason = diagnose_workload(
             quota_reserved=w.condition_true("QuotaReserved"), admitted=w.condition_true("Admitted")
         )
@@ -115,8 +122,7 @@ def _replace_pending_workloads(
             local_queue=w.queue_name,
             message=(quota.message if quota is not None and quota.status != "True" else "")[:2000],
         ))
-    collection.pending.filter(kind=PendingKind.WORKLOAD).delete()
-    PendingWork.objects.bulk_create(rows)
+    return rows
 
 
 def _pending_row(collection: CapacityCollection, item: PodInfo | WorkloadInfo, rule: TeamRule, **fields: Any

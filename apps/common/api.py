@@ -1,4 +1,5 @@
-"""Shared DRF plumbing: the error shape, pagination with a maximum page size, format negotiation.
+"""Shared DRF plumbing: the error shape, pagination with a maximum page size, format negotiation, and the
+OpenAPI descriptions of the parameters and errors every endpoint shares.
 
 Error shapes:
 
@@ -10,14 +11,17 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from apps.common.params import param_error, parse_int
+from apps.common.serializers import DetailSerializer, ErrorSerializer
 
 NON_FIELD = "non_field_errors"
 
@@ -77,7 +81,21 @@ class Pagination(PageNumberPagination):
             raise param_error(self.page_query_param, str(exc.detail)) from exc
 
 
-class FormatParamMixin:
+# ---- What the OpenAPI document says of the parameters and errors every endpoint shares ----
+
+CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
+TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
+PAGE_PARAMS = [
+    OpenApiParameter("page", int),
+    OpenApiParameter("page_size", int, description=f"at most {Pagination.max_page_size}"),
+]
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
+    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
+}
+
+
+class FormatParamMixin(APIView):
     """Turns an unknown ``?format=`` (DRF answers 404) into a 400 naming ``format``; errors are always JSON."""
 
     def perform_content_negotiation(self, request, force=False):

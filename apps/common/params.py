@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
+from typing import overload
 
 from django.conf import settings
 from rest_framework.exceptions import ValidationError
@@ -77,6 +78,16 @@ def parse_datetime_value(name: str, raw: str) -> datetime:
     return parsed
 
 
+@overload
+def parse_datetime(params: Mapping[str, str], name: str, *, default: datetime, required: bool = False) -> datetime: ...
+
+
+@overload
+def parse_datetime(
+    params: Mapping[str, str], name: str, *, default: None = None, required: bool = False
+) -> datetime | None: ...
+
+
 def parse_datetime(
     params: Mapping[str, str], name: str, *, default: datetime | None = None, required: bool = False
 ) -> datetime | None:
@@ -128,6 +139,16 @@ def parse_range(
     if end - start > timedelta(days=max_days):
         raise param_error(end_name, f"The range may span at most {max_days} days.")
     return start, end
+
+
+@overload
+def parse_choice(params: Mapping[str, str], name: str, choices: Iterable[str], *, default: str) -> str: ...
+
+
+@overload
+def parse_choice(
+    params: Mapping[str, str], name: str, choices: Iterable[str], *, default: None = None
+) -> str | None: ...
 
 
 def parse_choice(

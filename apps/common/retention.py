@@ -50,13 +50,13 @@ def thin_collections(model: type[models.Model], *, now: datetime | None, keep_da
     """Thins `model` collections older than `keep_days` to the last one per cluster and hour; returns deletions."""
     cutoff = retention_cutoff(now or datetime.now(UTC), keep_days)
     rows = (
-        model.objects.filter(taken_at__lt=cutoff)
+        model._default_manager.filter(taken_at__lt=cutoff)
         .order_by("cluster_id", "taken_at")
         .values_list("id", "cluster_id", "taken_at")
     )
     doomed = ids_to_thin(rows.iterator())
     for i in range(0, len(doomed), DELETE_CHUNK):
         with transaction.atomic():
-            model.objects.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
+            model._default_manager.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
     log.info("%s history: thinned %d collections before %s", model.__name__, len(doomed), cutoff.isoformat())
     return len(doomed)

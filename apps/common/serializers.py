@@ -8,7 +8,10 @@ from rest_framework import serializers
 class ErrorSerializer(serializers.Serializer):
     """400: the bad parameters, each with its messages."""
 
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    # DRF's SerializerMetaclass pops declared fields off the class, so this does not shadow Serializer.errors;
+    # the stubs cannot see that.
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField()))
 
 
 class DetailSerializer(serializers.Serializer):

@@ -19,7 +19,7 @@ def latest_per_cluster(model: type[models.Model], clusters: QuerySet[Any], at: d
 
     `model` is any table with `cluster` and `taken_at` (a collection, or the rows stamped with its time)."""
     latest = (
-        model.objects.filter(cluster__in=clusters, taken_at__lte=at)
+        model._default_manager.filter(cluster__in=clusters, taken_at__lte=at)
         .values("cluster_id")
         .annotate(t=Max("taken_at"))
         .values_list("cluster_id", "t")

@@ -104,7 +104,7 @@ def bar_trace(kind: str, x: Sequence, y: Sequence, unit: str, *, name: str | Non
     if style["pattern"]:
         marker["pattern"] = {"shape": style["pattern"], "fgcolor": "#333333", "size": 6, "solidity": 0.25}
     values = [_num(v) for v in y]
-    trace = {"type": "bar", "name": name or style["name"], "marker": marker, "orientation": orientation}
+    trace: dict[str, Any] = {"type": "bar", "name": name or style["name"], "marker": marker, "orientation": orientation}
     if orientation == "h":
         trace.update(y=list(x), x=values, hovertemplate=_hover(unit, "x"))
     else:

@@ -260,7 +260,7 @@ def parse_scope(params: Mapping[str, str], visible_teams: set[str] | None, *, no
         errors.append(f"Unknown signal {signal[:40]!r}; expected one of {', '.join(SIGNALS)}. "
                       f"Showing {default_signal()}.")
         signal = default_signal()
-    extra = tuple((k, params.get(k)) for k in keep if params.get(k))
+    extra = tuple((k, value) for k in keep if (value := params.get(k)))
     return Scope(window, filters, signal, visible_teams, tuple(errors), extra)
 
 

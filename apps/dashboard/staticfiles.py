@@ -23,13 +23,17 @@ def plotly_js_dir() -> Path:
     return Path(plotly.__file__).resolve().parent / "package_data"
 
 
+class _JsStorage(FileSystemStorage):
+    # collectstatic writes a listed file under its storage's `prefix` when it has one: js/plotly.min.js.
+    prefix = "js"
+
+
 class PlotlyFinder(BaseFinder):
     """A static files finder that knows exactly one file: js/plotly.min.js."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.storage = FileSystemStorage(location=str(plotly_js_dir()))
-        self.storage.prefix = "js"  # collectstatic writes it as js/plotly.min.js
+        self.storage = _JsStorage(location=str(plotly_js_dir()))
 
     def check(self, **kwargs):
         """Error when the installed plotly package has no plotly.min.js."""

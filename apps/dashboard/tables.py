@@ -15,7 +15,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.common.csvfile import csv_bytes
-from apps.reports.templatetags.reportfmt import DASH, arrow, gpuh, ratio_pct, signed_pct, signed_usd, usd
+from apps.reports.formats import DASH, arrow, gpuh, ratio_pct, signed_pct, signed_usd, usd
 
 # Column kinds: how a value is shown (templatetags/dashfmt.py `cell`) and written to CSV.
 KINDS = ("text", "gpuh", "usd", "ratio", "activity", "coverage", "int", "gpus", "datetime", "date", "seconds",

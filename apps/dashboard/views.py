@@ -31,12 +31,12 @@ from apps.dashboard.selectors.workload import workload_page
 from apps.dashboard.selectors.workloads import SORT_KEYS, workloads_page
 from apps.dashboard.tables import Block
 from apps.findings.selectors import FindingCounts, counts_for
-from apps.inventory.models import Cluster
+from apps.inventory.selectors import visible_clusters
 from apps.reports import archive as report_archive
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import clusters_missing_signal, data_status
 
-BROKER_TIMEOUT_SECONDS = 2.0
+BROKER_TIMEOUT_SECONDS = 2
 
 
 def _finding_counts(scope: Scope) -> FindingCounts:
@@ -100,8 +100,9 @@ def overview(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return render(request, "dashboard/overview.html", {})  # nothing about the installation before sign-in
     # Clusters are infrastructure: staff see how they are reached (never a credential), nobody else does.
-    clusters = list(Cluster.objects.all()) if request.user.is_staff else []
-    cluster_count = len(clusters) if request.user.is_staff else Cluster.objects.count()
+    every = visible_clusters(visible_teams=None)
+    clusters = list(every) if request.user.is_staff else []
+    cluster_count = len(clusters) if request.user.is_staff else every.count()
     if not cluster_count:
         return render(request, "dashboard/overview.html", {"cluster_count": 0})
     scope = _scope(request)

@@ -13,20 +13,9 @@ from django.conf import settings
 from django.db import models
 
 from apps.common import secrets
+from apps.findings.constants import Kind
 from apps.inventory.models import Team
 from apps.usage.models import ClusterKey, Money
-
-
-class Kind(models.TextChoices):
-    IDLE_ALLOCATION = "idle_allocation"
-    IDLE_HELD = "idle_held"
-    UNHEALTHY_GPU = "unhealthy_gpu"
-    STRAGGLER = "straggler"
-    UNATTRIBUTED_ACTIVITY = "unattributed_activity"
-    ZERO_ALLOCATABLE_NODE = "zero_allocatable_node"
-    BORROWED_IDLE = "borrowed_idle"
-    MISSING_SIGNAL = "missing_signal"
-    TEAM_LABEL_REJECTED = "team_label_rejected"
 
 
 def GpuHours(**kwargs) -> models.DecimalField:  # noqa: N802 (a field factory, read like a field class)
@@ -157,7 +146,7 @@ class NotificationOptOut(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} opted out of {self.team.name if self.team_id else 'every team'}"
+        return f"{self.user} opted out of {self.team.name if self.team is not None else 'every team'}"
 
 
 class Notification(models.Model):

@@ -33,14 +33,15 @@ from django.utils import timezone
 
 from apps.inventory.models import Team
 
-from .models import Finding, Kind, Notification, NotificationOptOut, TeamChannel
+from .constants import Kind
+from .models import Finding, Notification, NotificationOptOut, TeamChannel
 from .selectors import min_hours
 
 log = logging.getLogger(__name__)
 
 SALT = "gpufinops.findings.opt-out"
 CENT = Decimal("0.01")
-LABELS = {
+LABELS: dict[str, str] = {
     Kind.IDLE_ALLOCATION: "Idle allocation", Kind.IDLE_HELD: "Idle GPU holding memory",
     Kind.STRAGGLER: "Straggler", Kind.UNHEALTHY_GPU: "Unhealthy GPU",
 }
@@ -150,7 +151,7 @@ def finding_url(f: Finding) -> str:
 def describe(f: Finding) -> dict[str, Any]:
     """What a message says about one finding (templates/findings/email-*.txt/html, the webhook JSON)."""
     gpus = f.detail.get("gpus")
-    what = {
+    phrases: dict[str, str] = {
         Kind.IDLE_ALLOCATION: f"{f.namespace}/{f.pod} holds {gpus or '?'} GPU(s) doing nothing for {f.hours} h",
         Kind.IDLE_HELD: f"{f.namespace}/{f.pod} holds {gpus or '?'} GPU(s) and their memory, computing nothing, "
                         f"for {f.hours} h",
@@ -159,7 +160,8 @@ def describe(f: Finding) -> dict[str, Any]:
                         f" for {f.hours} h",
         Kind.UNHEALTHY_GPU: f"GPU {f.gpu_uuid} on {f.node}, held by {f.namespace}/{f.pod}, is unhealthy "
                             f"({f.detail.get('reason', '')}) for {f.hours} h",
-    }[f.kind]
+    }
+    what = phrases[f.kind]
     return {
         "id": f.pk, "kind": f.kind, "label": LABELS[f.kind], "what": what, "cluster": f.cluster.name,
         "team": f.team, "namespace": f.namespace, "workload": f.workload, "pod": f.pod, "node": f.node,
@@ -200,6 +202,8 @@ def _webhook(items: list[Notification]) -> None:
                 + "; ".join(f"{d['label']}: {d['what']}" for d in described[:20]))
     payload = {"text": text, "team": items[0].team, "findings": described}
     channel = items[0].team_channel
+    if channel is None:  # deleting a channel deletes its notifications (CASCADE): only a broken row gets here
+        raise RuntimeError("the notification's team channel is gone")
     response = requests.post(channel.url, data=json.dumps(payload, default=str),
                              headers={"Content-Type": "application/json"}, timeout=settings.GPUFINOPS_WEBHOOK_TIMEOUT)
     if response.status_code >= 300:

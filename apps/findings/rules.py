@@ -16,13 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any, TypedDict
 
 from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, REPLICATED
 from apps.usage import money
 from apps.usage.ledger import BucketResult, NodeFact, SeriesFact
 from apps.usage.sources import DeviceActivity, DeviceHealth, VanishedDevice
 
-from .models import Kind
+from .constants import Kind
 
 NANO = Decimal("0.000000001")
 ZERO = Decimal(0)
@@ -48,9 +49,14 @@ def priced(gpu_hours: float, price: Decimal | None) -> tuple[Decimal, Decimal]:
     return (ZERO, gh(gpu_hours)) if cost is None else (cost, ZERO)
 
 
-def plain(detail: Mapping) -> dict:
+# A finding's detail: the JSON object FindingHour.detail stores (docs/findings.md lists each kind's keys).
+Detail = dict[str, Any]
+
+
+def plain(detail: Mapping[str, Any]) -> Detail:
     """A detail as JSON stores and returns it (tuples become lists), so stored and new details compare equal."""
-    return json.loads(json.dumps(detail, sort_keys=True, default=str))
+    stored: Detail = json.loads(json.dumps(detail, sort_keys=True, default=str))
+    return stored
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ class HourFinding:
     unpriced_gpu_hours: Decimal = ZERO
     allocated_gpu_hours: Decimal = ZERO
     allocated_cost: Decimal = ZERO
-    detail: dict = field(default_factory=dict)  # `tags` (a list of reasons) are counted per run
+    detail: Detail = field(default_factory=dict)  # `tags` (a list of reasons) are counted per run
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,7 @@ def pods_from_result(result: BucketResult, signal: str) -> list[PodFigures]:
     ]
 
 
-def _dec(value: float) -> dict:
+def _dec(value: float) -> float:
     return round(value, 6)
 
 
@@ -186,7 +192,7 @@ def pod_devices(pods: Iterable[PodFigures], series: Iterable[SeriesFact], signal
     over its distinct device series (one whole GPU, MIG instance or replica each; exact for the usual pod whose
     units are alike). With `signal`, only series with a valid value of it."""
     by_name = {(p.namespace, p.pod): p for p in pods}
-    grouped: dict[str, dict[tuple, SeriesFact]] = defaultdict(dict)
+    grouped: dict[str, dict[tuple[str, str, str], SeriesFact]] = defaultdict(dict)
     for s in series:
         pod = by_name.get((s.namespace, s.pod))
         if pod is None:
@@ -299,6 +305,17 @@ class StillGone:
     holder: tuple[str, str]  # (namespace, pod) of its last holder, ("", "") when none
 
 
+class Holder(TypedDict):
+    """A pod holding a flagged GPU in the hour, as an unhealthy_gpu finding's detail lists it."""
+
+    team: str
+    namespace: str
+    workload: str
+    pod: str
+    gpu_hours: float
+    cost: str  # exact decimal, as text (JSON)
+
+
 def unhealthy(
     health: Sequence[DeviceHealth],
     vanished: Sequence[VanishedDevice],
@@ -324,7 +341,7 @@ def unhealthy(
     a vanished GPU's holder is the pod its last series named). Team, pod: the holder with the most GPU-hours.
     """
     hours_bucket = bucket_seconds / 3600.0
-    flagged: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)  # (node, uuid) -> reason -> detail
+    flagged: dict[tuple[str, str], dict[str, Detail]] = defaultdict(dict)  # (node, uuid) -> reason -> detail
     for h in health:
         codes = sorted(c for c in h.xid_codes if c in p.xid_codes)
         if codes:
@@ -364,7 +381,7 @@ def unhealthy(
         if not held and gone and gone in by_name:
             pod = by_name[gone]  # its series vanished with the GPU: the GPU's share of the pod
             held = {pod.uid: pod.allocated / max(round(pod.gpus), 1) if pod.gpus >= 1 else pod.allocated}
-        holders = []
+        holders: list[Holder] = []
         for uid, hours in sorted(held.items()):
             pod = by_uid[uid]
             holders.append({"team": pod.team, "namespace": pod.namespace, "workload": pod.workload,
@@ -426,7 +443,7 @@ def unattributed(unheld: Sequence[DeviceActivity], pods: Sequence[PodFigures], s
         hours = share * bucket_seconds / 3600.0
         cost, unpriced = priced(hours, fact.price if fact else None)
         subject = f"{d.node}/{d.uuid}" + (f"/{d.gpu_instance_id}" if d.gpu_instance_id else "")
-        detail = {"activity": _dec(d.value), "working_gpu_hours": _dec(d.value * hours), "share": _dec(share)}
+        detail: Detail = {"activity": _dec(d.value), "working_gpu_hours": _dec(d.value * hours), "share": _dec(share)}
         if d.profile:
             detail["profile"] = d.profile
         if fact is not None:

@@ -22,14 +22,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import default_signal
+from apps.usage.models import Bucket, PodHour
 
-from .models import Finding, FindingHour, Kind
-from .services import IDLE_KINDS, latest_hour
+from .constants import IDLE_KINDS, Kind
+from .models import Finding, FindingHour
 
 KINDS: tuple[str, ...] = tuple(Kind.values)
 STAFF_KINDS = frozenset({Kind.TEAM_LABEL_REJECTED})
@@ -165,7 +166,7 @@ def counts_for(
     runs = finding_list(visible_teams=visible_teams, start=start, end=end, teams=[team] if team else (),
                         clusters=[cluster] if cluster else ())
     per_kind = {row["kind"]: row for row in runs.order_by().values("kind").annotate(
-        n=Count("id"), ongoing=Count("id", filter=Q(end__isnull=True)))}
+        n=Count("id"), open=Count("id", filter=Q(end__isnull=True)))}
     hours = FindingHour.objects.filter(visible_q(visible_teams), hour__gte=start, hour__lt=end)
     if team:
         hours = hours.filter(team=team)
@@ -179,7 +180,7 @@ def counts_for(
             continue
         rows = [r for (k, _t), r in figures.items() if k == kind]
         kinds.append(KindCount(
-            kind=kind, findings=per_kind[kind]["n"], ongoing=per_kind[kind]["ongoing"],
+            kind=kind, findings=per_kind[kind]["n"], ongoing=per_kind[kind]["open"],
             gpu_hours=round(float(sum((money.to_decimal(r["g"]) for r in rows), money.ZERO)), DECIMALS),
             cost=sum((money.to_decimal(r["c"]) for r in rows), money.ZERO),
             unpriced_gpu_hours=round(float(sum((money.to_decimal(r["u"]) for r in rows), money.ZERO)), DECIMALS),
@@ -231,6 +232,14 @@ def infra_loss_by_team(*, start: datetime, end: datetime, visible_teams: set[str
     the hours inside the period, whatever the findings' runs straddle)."""
     return {t: TeamInfraLoss(t, round(float(h), DECIMALS), money.micro(c))
             for t, (h, c) in infra_loss_rows(visible_teams=visible_teams, start=start, end=end).items()}
+
+
+def latest_hour(cluster: Cluster) -> datetime | None:
+    """The cluster's latest collected hour (its newest written bucket or ledger row): runs ending there go on."""
+    written = Q(collected_at__isnull=False) | Q(status=Bucket.Status.OK)
+    hours = [Bucket.objects.filter(written, cluster=cluster).aggregate(h=Max("hour"))["h"],
+             PodHour.objects.filter(cluster=cluster).aggregate(h=Max("hour"))["h"]]
+    return max((h for h in hours if h is not None), default=None)
 
 
 # ---- /api/v1/idle-allocations/ (ledger.md "Idle allocations"), a view over the idle findings ----

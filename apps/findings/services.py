@@ -23,7 +23,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Max, Q, Sum
+from django.db.models import F, Sum
 
 from apps.capacity.models import NodeGroupSnapshot
 from apps.common.timeutils import HOUR, floor_hour
@@ -39,8 +39,10 @@ from apps.usage.services import lock_cluster
 from apps.usage.sources import MetricsSource
 
 from . import rules
-from .models import Finding, FindingHour, Kind, Notification
+from .constants import IDLE_KINDS, Kind
+from .models import Finding, FindingHour, Notification
 from .rules import HourFinding, Params, PodFigures
+from .selectors import latest_hour
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,6 @@ log = logging.getLogger(__name__)
 BUCKET_KINDS = (Kind.IDLE_ALLOCATION, Kind.IDLE_HELD, Kind.UNHEALTHY_GPU, Kind.STRAGGLER,
                 Kind.UNATTRIBUTED_ACTIVITY, Kind.MISSING_SIGNAL, Kind.TEAM_LABEL_REJECTED)
 SNAPSHOT_KINDS = (Kind.ZERO_ALLOCATABLE_NODE, Kind.BORROWED_IDLE)
-IDLE_KINDS = (Kind.IDLE_ALLOCATION, Kind.IDLE_HELD)
 FIGURES = ("gpu_hours", "cost", "unpriced_gpu_hours", "allocated_gpu_hours", "allocated_cost")
 IDENTITY = ("team", "namespace", "workload", "pod", "node", "gpu_uuid")
 
@@ -224,10 +225,11 @@ def rebuild_from_ledger(cluster: Cluster, hours: Iterable[datetime]) -> int:
     p = params()
     flagged = 0
     for hour in sorted(set(hours)):
-        bucket = Bucket.objects.filter(cluster=cluster, hour=hour).first()
-        written = bucket is not None and (bucket.collected_at is not None or bucket.status == Bucket.Status.OK)
+        written = Bucket.objects.filter(cluster=cluster, hour=hour).first()
+        if written is not None and written.collected_at is None and written.status != Bucket.Status.OK:
+            written = None  # never collected: no record of what it was measured with
         pods = pods_from_ledger(cluster, hour, p.signal)
-        if not pods and not written:
+        if not pods and written is None:
             continue
         held = FindingHour.objects.filter(cluster=cluster, hour=hour, kind=Kind.IDLE_HELD)
         memory = {}
@@ -235,9 +237,9 @@ def rebuild_from_ledger(cluster: Cluster, hours: Iterable[datetime]) -> int:
             memory[(ns, pod)] = float((detail or {}).get("fb_used_mib", p.fb_used_min_mib + 1))
         kinds: tuple[str, ...] = IDLE_KINDS
         found = rules.idle(pods, memory, p)
-        if written:  # what the bucket was measured with is in its record
+        if written is not None:  # what the bucket was measured with is in its record
             kinds += (Kind.MISSING_SIGNAL,)
-            found += rules.missing_signal(pods, bucket.series, bucket.signals or [], p.signal,
+            found += rules.missing_signal(pods, written.series, written.signals or [], p.signal,
                                           metric_name(cluster, p.signal))
         replace_hour(cluster, hour, kinds, found)
         flagged += len(found) + refresh_snapshot_kinds(cluster, hour)
@@ -289,14 +291,6 @@ def replace_hour(cluster: Cluster, hour: datetime, kinds: Sequence[str], found: 
 def _fields(f: HourFinding) -> dict:
     return {"kind": f.kind, "subject": f.subject, **{n: getattr(f, n) for n in (*IDENTITY, *FIGURES)},
             "detail": f.detail}
-
-
-def latest_hour(cluster: Cluster) -> datetime | None:
-    """The cluster's latest collected hour (its newest written bucket or ledger row): runs ending there go on."""
-    written = Q(collected_at__isnull=False) | Q(status=Bucket.Status.OK)
-    hours = [Bucket.objects.filter(written, cluster=cluster).aggregate(h=Max("hour"))["h"],
-             PodHour.objects.filter(cluster=cluster).aggregate(h=Max("hour"))["h"]]
-    return max((h for h in hours if h is not None), default=None)
 
 
 def set_ends(cluster: Cluster) -> None:

@@ -8,15 +8,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import ValidationError
 
 from apps.accounts.selectors import visible_team_names
 from apps.common.params import parse_range
-from apps.inventory.models import Team
-from apps.inventory.selectors import visible_clusters
+from apps.inventory.selectors import team_named, visible_clusters, visible_team_rows
 
 from .notifications import opt_out, read_opt_out_token
 from .selectors import KINDS, counts_for, finding_list
@@ -28,18 +26,6 @@ MAX_ROWS = 500
 def _text(value: str | None) -> str | None:
     value = (value or "").strip()
     return value[:253] if value and value.isprintable() else None
-
-
-def workload_link(f) -> str:
-    """The dashboard's workload page when it has one, else the usage API for that workload's pods."""
-    if f.workload and f.namespace:
-        try:
-            return reverse("dashboard:workload", args=[f.cluster.name, f.namespace, f.workload])
-        except NoReverseMatch:
-            pass
-        return (f"/api/v1/usage/?group_by=pod&cluster={f.cluster.name}&namespace={f.namespace}"
-                f"&workload={f.workload}&start={f.start:%Y-%m-%dT%H:00:00Z}")
-    return ""
 
 
 def _range(get, errors: list[str]) -> tuple[datetime, datetime] | None:
@@ -62,7 +48,7 @@ def findings_page(request: HttpRequest) -> HttpResponse:
     counts and the infra loss next to each team's charge."""
     teams = visible_team_names(request.user)
     get = request.GET
-    errors = []
+    errors: list[str] = []
     days = int(get.get("days", "7")) if get.get("days", "7") in {str(d) for d in PERIODS} else 7
     chosen = _range(get, errors)  # start/end (the overviews link here with their period) win over days
     kind = get.get("kind") or None
@@ -79,12 +65,8 @@ def findings_page(request: HttpRequest) -> HttpResponse:
     rows = list(finding_list(visible_teams=teams, start=start, end=end, kinds=[kind] if kind else (),
                              clusters=[cluster] if cluster else (), teams=[team] if team else (),
                              nodes=[node] if node else (), ongoing=ongoing)[: MAX_ROWS + 1])
-    for f in rows:
-        f.workload_link = workload_link(f)
     counts = counts_for(visible_teams=teams, start=start, end=end, team=team, cluster=cluster, charges=True)
-    team_names = Team.objects.order_by("name").values_list("name", flat=True)
-    if teams is not None:
-        team_names = team_names.filter(name__in=sorted(teams))
+    team_names = visible_team_rows(visible_teams=teams).values_list("name", flat=True)
     return render(request, "findings/index.html", {
         "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS, "counts": counts, "finding_counts": counts,
         "kinds": KINDS, "kind": kind, "cluster": cluster, "team": team, "node": node, "days": days,
@@ -103,7 +85,7 @@ def opt_out_view(request: HttpRequest, token: str) -> HttpResponse:
     user = get_user_model().objects.filter(pk=data[0]).first()
     if user is None:
         raise Http404("invalid link")
-    team = Team.objects.filter(name=data[1]).first() if data[1] else None
+    team = team_named(data[1]) if data[1] else None
     done = False
     if request.method == "POST":
         opt_out(user, team)

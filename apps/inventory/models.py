@@ -176,7 +176,7 @@ class GpuPrice(models.Model):
         ]
 
     def __str__(self) -> str:
-        scope = self.cluster.name if self.cluster_id else "all clusters"
+        scope = self.cluster.name if self.cluster is not None else "all clusters"
         return f"{self.gpu_model} {self.usd_per_gpu_hour} USD/h from {self.effective_from} ({scope})"
 
 

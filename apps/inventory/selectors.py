@@ -38,6 +38,10 @@ def team_clusters(team: str) -> list[str]:
     return sorted(ClusterTeam.objects.filter(team__name=team).values_list("cluster__name", flat=True))
 
 
+def team_named(name: str) -> Team | None:
+    return Team.objects.filter(name=name).first()
+
+
 def visible_team_rows(*, visible_teams: set[str] | None) -> QuerySet[Team]:
     rows = Team.objects.all()
     if visible_teams is not None:

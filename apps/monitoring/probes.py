@@ -19,7 +19,7 @@ def _heartbeat_step() -> type:
     from celery import bootsteps
 
     class WorkerHeartbeat(bootsteps.StartStopStep):
-        requires = {"celery.worker.components:Timer"}
+        requires = ("celery.worker.components:Timer",)
 
         def __init__(self, worker: Any, **kwargs: Any) -> None:
             from django.conf import settings

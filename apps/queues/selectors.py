@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -52,27 +53,36 @@ def queue_list(*, at: datetime, visible_teams: set[str] | None, cluster: str | N
     collections = latest_collections(visible_clusters(visible_teams=visible_teams, cluster=cluster), at)
     if not collections:
         return []
-    qs = QuotaSnapshot.objects.filter(cluster_queue__collection__in=collections).select_related(
+    rows = list(QuotaSnapshot.objects.filter(cluster_queue__collection__in=collections).select_related(
         "cluster", "cluster_queue"
-    )
+    ))
     if visible_teams is not None:
         allowed = LocalQueueSnapshot.objects.filter(collection__in=collections, team__in=sorted(visible_teams))
         pairs = set(allowed.values_list("collection_id", "cluster_queue"))
-        qs = [q for q in qs if (q.cluster_queue.collection_id, q.cluster_queue.name) in pairs]
-    return sorted(qs, key=lambda q: (q.cluster.name, q.cluster_queue.name, q.flavor, q.resource))
+        rows = [q for q in rows if (q.cluster_queue.collection_id, q.cluster_queue.name) in pairs]
+    return sorted(rows, key=lambda q: (q.cluster.name, q.cluster_queue.name, q.flavor, q.resource))
 
 
 # ---- Admission wait ----
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    """The q-th percentile (0..100) with linear interpolation between closest ranks (numpy's default)."""
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) of one or more values, with linear interpolation between closest ranks
+    (numpy's default)."""
     if not values:
-        return None
+        raise ValueError("the percentile of no values")
     ordered = sorted(values)
     position = (len(ordered) - 1) * q / 100.0
     low, high = math.floor(position), math.ceil(position)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _waits(workloads: QuerySet[Workload]) -> Iterator[tuple[str, str, datetime, float]]:
+    """(cluster, ClusterQueue, admitted at, seconds from creation to admission) of each admitted workload."""
+    rows = workloads.values_list("cluster__name", "cluster_queue", "created", "admitted_at")
+    for name, cq, created, admitted in rows:
+        if created is not None and admitted is not None:  # the callers' queries ask for both
+            yield name, cq, admitted, max(0.0, (admitted - created).total_seconds())
 
 
 @dataclass(frozen=True)
@@ -101,8 +111,8 @@ def admission_waits(
     if visible_teams is not None:
         qs = qs.filter(team__in=sorted(visible_teams))
     waits: dict[tuple[str, str, date], list[float]] = defaultdict(list)
-    for name, cq, created, admitted in qs.values_list("cluster__name", "cluster_queue", "created", "admitted_at"):
-        waits[(name, cq, admitted.date())].append(max(0.0, (admitted - created).total_seconds()))
+    for name, cq, admitted, seconds in _waits(qs):
+        waits[(name, cq, admitted.date())].append(seconds)
     return [
         AdmissionWait(c, cq, day, len(v), percentile(v, 50), percentile(v, 95), max(v))
         for (c, cq, day), v in sorted(waits.items())
@@ -259,8 +269,8 @@ def admission_wait_summary(
     if visible_teams is not None:
         qs = qs.filter(team__in=sorted(visible_teams))
     waits: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for name, cq, created, admitted in qs.values_list("cluster__name", "cluster_queue", "created", "admitted_at"):
-        waits[(name, cq)].append(max(0.0, (admitted - created).total_seconds()))
+    for name, cq, _admitted, seconds in _waits(qs):
+        waits[(name, cq)].append(seconds)
     return {k: WaitSummary(k[0], k[1], len(v), percentile(v, 50), percentile(v, 95), max(v))
             for k, v in sorted(waits.items())}
 

@@ -81,7 +81,8 @@ def _upsert_workloads(cluster: Cluster, at: datetime, objects: KueueObjects, rul
     """One row per workload uid; times once known are kept when a later snapshot no longer shows them."""
     workloads: list[WorkloadInfo] = list(objects.workloads)
     existing = {w.uid: w for w in Workload.objects.filter(cluster=cluster, uid__in=[w.uid for w in workloads])}
-    to_create, to_update = [], []
+    to_create: list[Workload] = []
+    to_update: list[Workload] = []
     for info in workloads:
         pod_sets = info.gpu_pod_sets
         row = existing.get(info.uid) or Workload(cluster=cluster, uid=info.uid, first_seen=at, last_seen=at)

@@ -22,9 +22,9 @@ from django.utils.dateparse import parse_datetime
 
 from apps.reports import tokens
 from apps.reports.content import links
+from apps.reports.formats import gpuh, pct, signed_pct, signed_usd, usd
 from apps.reports.models import ReportEdition, ReportSubscription
 from apps.reports.periods import parse_period
-from apps.reports.templatetags.reportfmt import gpuh, pct, signed_pct, signed_usd, usd
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,10 @@ class RenderedEmail:
 
 
 def _bounds(figures: dict[str, Any]) -> tuple[datetime, datetime]:
-    return parse_datetime(figures["start"]), parse_datetime(figures["end"])
+    start, end = parse_datetime(figures["start"]), parse_datetime(figures["end"])
+    if start is None or end is None:
+        raise ValueError(f"an edition's period is not two times: {figures['start']!r}, {figures['end']!r}")
+    return start, end
 
 
 def _notes(row: dict[str, Any]) -> str:
@@ -224,6 +227,6 @@ def message(edition: ReportEdition, subscription: ReportSubscription, recipient:
     return msg
 
 
-def attached(data: bytes) -> bool:
+def attached(data: bytes | memoryview) -> bool:
     """Files up to GPUFINOPS_REPORT_MAX_ATTACHMENT_BYTES go with the e-mail; larger ones stay in the archive."""
     return len(data) <= settings.GPUFINOPS_REPORT_MAX_ATTACHMENT_BYTES

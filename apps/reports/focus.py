@@ -171,6 +171,8 @@ def _names() -> dict[str, str]:
 
 def _period_bounds(key: date | datetime, granularity: str) -> tuple[datetime, datetime]:
     if granularity == "hour":
+        if not isinstance(key, datetime):  # hour rows are keyed by their start, day rows by their date
+            raise TypeError(f"an hour row's key is a datetime, not {key!r}")
         start = to_utc(key)
         return start, start + HOUR
     start = datetime(key.year, key.month, key.day, tzinfo=UTC)
@@ -245,7 +247,7 @@ def _sku_columns(gpu_model: str, price: Decimal | None, meter: str) -> dict[str,
     return {
         "SkuId": sku,
         "SkuMeter": meter,
-        "SkuPriceId": f"{sku}:usd-{Decimal(price).normalize():f}" if priced else None,
+        "SkuPriceId": f"{sku}:usd-{price.normalize():f}" if price is not None else None,
         "SkuPriceDetails": _json({"GpuCount": 1, "x_GpuModel": gpu_model}) if priced else None,
     }
 

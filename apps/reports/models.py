@@ -49,7 +49,7 @@ class ReportSubscription(models.Model):
         ]
 
     def __str__(self) -> str:
-        who = self.user.get_username() if self.user_id else f"{self.email} (no person)"
+        who = self.user.get_username() if self.user is not None else f"{self.email} (no person)"
         return f"{who} {self.cadence} ({', '.join(self.team_names) or 'every team they may see'})"
 
     @property
@@ -69,12 +69,13 @@ class ReportSubscription(models.Model):
             self.teams = []
         if not isinstance(self.teams, list) or not all(isinstance(t, str) for t in self.teams):
             raise ValidationError({"teams": "A list of team names (empty: every team the person may see)."})
-        if self.user_id is None:
+        user = self.user
+        if user is None:
             raise ValidationError({"user": "A subscription belongs to a person."})
         if self.active:
-            check_scope(self.user, self.teams)
+            check_scope(user, self.teams)
         if not self.email:
-            self.email = self.user.email
+            self.email = user.email
 
 
 class ReportEdition(models.Model):

@@ -11,7 +11,7 @@ from django.db.models import F, Q, QuerySet, Sum
 
 from apps.accounts.selectors import visible_team_names
 from apps.inventory.models import Cluster
-from apps.reports.models import ReportEdition
+from apps.reports.models import ReportEdition, ReportSubscription
 from apps.usage import money
 from apps.usage.models import PodHour
 from apps.usage.selectors import GROUP_KEYS, usage_report
@@ -110,3 +110,8 @@ def editions_visible_to(user, *, period: str | None = None) -> QuerySet:
     ids = [pk for pk, teams in qs.filter(~Q(scope="all")).values_list("pk", "scope_teams")
            if scope_visible(teams, visible)]
     return qs.filter(pk__in=ids)
+
+
+def subscription_get(pk: int) -> ReportSubscription | None:
+    """One subscription with its person (the unsubscribe link names it by id)."""
+    return ReportSubscription.objects.select_related("user").filter(pk=pk).first()

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -178,6 +179,9 @@ def _domain() -> str:
 
 def deliver(sub: ReportSubscription, edition: ReportEdition, *, now: datetime, outcome: PeriodOutcome) -> None:
     """E-mail `edition` to `sub` unless it already has it; a failure is recorded and retried on the next run."""
+    if sub.user is None:  # resolve_scope never sends to one: without a person there is no address
+        outcome.skipped.append(f"{sub.email}: the subscription belongs to no person")
+        return
     recipient = sub.user.email
     delivery = _claim(sub, edition, now)
     if delivery is None:
@@ -234,7 +238,7 @@ def send_period(period: Period, *, now: datetime, force: bool = False) -> Period
     return outcome
 
 
-def restate_closed(*, now: datetime, kinds=KINDS, exclude: set[tuple[str, str]] = frozenset()) -> list[PeriodOutcome]:
+def restate_closed(*, now: datetime, kinds=KINDS, exclude: Set[tuple[str, str]] = frozenset()) -> list[PeriodOutcome]:
     """Final periods of the last GPUFINOPS_REPORT_RESTATE_DAYS whose ledger changed: when their figures differ,
     a restated edition goes to the subscriptions that got an edition of that period and scope before."""
     since = now - timedelta(days=settings.GPUFINOPS_REPORT_RESTATE_DAYS)

@@ -99,3 +99,10 @@ def resolve_scope(sub: ReportSubscription) -> tuple[Scope | None, str]:
     if not visible:
         return None, f"{user.get_username()} is on no team"
     return Scope(frozenset(visible)), ""
+
+
+def deactivate(sub: ReportSubscription) -> None:
+    """Stops the subscription's e-mails: deactivated, not deleted, so the record of what was sent stays."""
+    if sub.active:
+        sub.active = False
+        sub.save(update_fields=["active"])

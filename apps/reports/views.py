@@ -14,7 +14,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from apps.reports.models import ReportSubscription
+from apps.reports.selectors import subscription_get
+from apps.reports.subscriptions import deactivate
 from apps.reports.tokens import read_token
 
 
@@ -23,12 +24,10 @@ from apps.reports.tokens import read_token
 @require_http_methods(["GET", "POST"])
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     sub_id = read_token(token)
-    sub = ReportSubscription.objects.select_related("user").filter(pk=sub_id).first() if sub_id else None
+    sub = subscription_get(sub_id) if sub_id else None
     if sub is None:
         return render(request, "reports/unsubscribe.html", {"invalid": True}, status=404)
     if request.method == "POST":
-        if sub.active:
-            sub.active = False
-            sub.save(update_fields=["active"])
+        deactivate(sub)
         return render(request, "reports/unsubscribe.html", {"sub": sub, "done": True})
     return render(request, "reports/unsubscribe.html", {"sub": sub})

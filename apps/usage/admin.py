@@ -62,8 +62,8 @@ register(
 for rollup, time in ((ledger.UsageHour, "hour"), (ledger.UsageDay, "day")):
     register(rollup, list_display=[time, *USAGE_COLUMNS], list_filter=["cluster", "team", "gpu_model"],
              date_hierarchy=time)
-for rollup, time in ((ledger.CapacityHour, "hour"), (ledger.CapacityDay, "day")):
-    register(rollup, list_display=[time, *CAPACITY_COLUMNS], list_filter=["cluster", "node_group", "gpu_model"],
+for table, time in ((ledger.CapacityHour, "hour"), (ledger.CapacityDay, "day")):
+    register(table, list_display=[time, *CAPACITY_COLUMNS], list_filter=["cluster", "node_group", "gpu_model"],
              date_hierarchy=time)
 register(
     ledger.PodObservation,

@@ -205,7 +205,9 @@ def assemble_bucket(
     history = source.pod_history(hour, end, pod_label_keys())
     labels = {**source.namespace_labels(hour, end, (settings.GPUFINOPS_TEAM_LABEL,)), **namespace_labels}
     rule = TeamRule.for_cluster(cluster, labels)
-    pods, rejected, warnings = [], [], []
+    pods: list[PodFact] = []
+    rejected: list[tuple[PodFact, TeamChoice]] = []
+    warnings: list[str] = []
     for h in _held_intervals(cluster, hour, end, history, source.owner_history(hour, end)):
         if h.started is None or not h.node:
             continue  # never bound: holds nothing

@@ -9,6 +9,8 @@ GPU-hours are floats summed with `math.fsum`; money is exact decimal (USD to the
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 from apps.inventory.models import Cluster
@@ -19,7 +21,7 @@ def Money(**kwargs) -> models.DecimalField:  # noqa: N802 (a field factory, read
     return models.DecimalField(max_digits=20, decimal_places=6, **kwargs)
 
 
-def ClusterKey(**kwargs) -> models.ForeignKey:  # noqa: N802
+def ClusterKey(**kwargs: Any) -> models.ForeignKey[Cluster, Cluster]:  # noqa: N802
     """The cluster a ledger row belongs to. No index of its own: each of these tables has a unique key that
     starts with the cluster, which serves every lookup by cluster (and the cascade when a cluster is deleted);
     another index would only be one more to update on every bucket written (bench/collect's write path)."""

@@ -25,7 +25,12 @@ def cost(gpu_hours: float, price: Decimal | None) -> Decimal | None:
     return (Decimal(repr(float(gpu_hours))) * price).quantize(MICRO, rounding=ROUND_HALF_EVEN)
 
 
-def to_decimal(value: object) -> Decimal:
+# What a database hands back for a money column or aggregate: Decimal (PostgreSQL), float or int (SQLite
+# aggregates), text (JSON), NULL.
+StoredMoney = Decimal | float | int | str | None
+
+
+def to_decimal(value: StoredMoney) -> Decimal:
     """A stored money value (Decimal, or whatever a database aggregate returns) as a Decimal."""
     if value is None:
         return ZERO
@@ -34,17 +39,17 @@ def to_decimal(value: object) -> Decimal:
     return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
 
 
-def micro(value: object) -> Decimal:
+def micro(value: StoredMoney) -> Decimal:
     """A money value at the ledger's precision (what the API prints)."""
     return to_decimal(value).quantize(MICRO, rounding=ROUND_HALF_EVEN)
 
 
-def cents(value: object) -> Decimal:
+def cents(value: StoredMoney) -> Decimal:
     """One figure rounded to the cent (half to even)."""
     return to_decimal(value).quantize(CENT, rounding=ROUND_HALF_EVEN)
 
 
-def apportion(values: Sequence[object], total: object | None = None) -> list[Decimal]:
+def apportion(values: Sequence[StoredMoney], total: StoredMoney = None) -> list[Decimal]:
     """Round `values` to cents so that they add up exactly to `total` rounded to the cent.
 
     `total` defaults to the exact sum of `values`. Each value is floored to the cent, then the cents left

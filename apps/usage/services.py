@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Model, Q
 from django.utils import timezone
 
 from apps.common.timeutils import HOUR, day_bounds
@@ -118,7 +118,8 @@ def mark_failed(
 
 def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple[list[tuple], dict[str, Decimal]]:
     """PodHour rows with their money, and what the pods on each node are charged (for the node's identity)."""
-    rows, charged = [], defaultdict(lambda: money.ZERO)
+    rows: list[tuple] = []
+    charged: dict[str, Decimal] = defaultdict(lambda: money.ZERO)
     for r in result.pods:
         f = r.fact
         cost = money.cost(r.allocated, r.price)
@@ -164,7 +165,7 @@ def replace_rows(cluster: Cluster, hour: datetime, pod_rows: list[tuple], node_r
     _bulk_insert(NodeHour, NODE_COLUMNS, node_rows)
 
 
-def _bulk_insert(model: type, columns: list[str], rows: list[tuple]) -> None:
+def _bulk_insert(model: type[Model], columns: list[str], rows: list[tuple]) -> None:
     """COPY on PostgreSQL (the write path benchmarked in bench/collect), bulk_create elsewhere."""
     if not rows:
         return
@@ -175,7 +176,7 @@ def _bulk_insert(model: type, columns: list[str], rows: list[tuple]) -> None:
                 cp.write_row(row)
         return
     # Elsewhere (the SQLite embedded default) let the ORM adapt values (e.g. aware datetimes).
-    model.objects.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows], batch_size=500)
+    model._default_manager.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows], batch_size=500)
 
 
 def _column_sum(values: tuple) -> float | Decimal:

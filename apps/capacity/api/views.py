@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,19 +17,12 @@ from apps.capacity.api.serializers import (
 )
 from apps.capacity.constants import PendingReason
 from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_counts, pending_list
-from apps.common.api import FormatParamMixin, Pagination, paginated
+from apps.common.api import CLUSTER_PARAM, ERRORS, PAGE_PARAMS, TEAM_PARAM, FormatParamMixin, Pagination, paginated
 from apps.common.params import param_error, parse_choice, parse_datetime, parse_range, parse_text
-from apps.common.serializers import DetailSerializer, ErrorSerializer
 
-CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
-TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
 AT_PARAM = OpenApiParameter("at", str, description="ISO 8601 time or date (UTC); default now")
 START_PARAM = OpenApiParameter("start", str, description="ISO 8601 time or date (UTC), inclusive")
 END_PARAM = OpenApiParameter("end", str, description="ISO 8601 time or date (UTC), exclusive")
-ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
-    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
-}
 
 
 def _now() -> datetime:
@@ -55,8 +48,8 @@ class FragmentationApi(FormatParamMixin, APIView):
             start, end = parse_range(
                 params, default_days=1, whole_hours=False, now=_now(), max_days=history_days(request.user)
             )
-            rows = fragmentation_range(start=start, end=end, visible_teams=teams, cluster=cluster)
-            return Response(FragmentationRangeSerializer({"start": start, "end": end, "results": rows}).data)
+            history = fragmentation_range(start=start, end=end, visible_teams=teams, cluster=cluster)
+            return Response(FragmentationRangeSerializer({"start": start, "end": end, "results": history}).data)
         at = parse_datetime(params, "at", default=_now())
         rows = fragmentation_at(at=at, visible_teams=teams, cluster=cluster)
         return Response(FragmentationAtSerializer({"at": at, "results": rows}).data)
@@ -74,8 +67,7 @@ class PendingListApi(FormatParamMixin, APIView):
             TEAM_PARAM,
             AT_PARAM,
             OpenApiParameter("reason", str, enum=list(PendingReason.values)),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int, description=f"at most {Pagination.max_page_size}"),
+            *PAGE_PARAMS,
         ],
         responses={200: PendingSerializer(many=True), **ERRORS},
     )

@@ -1,6 +1,7 @@
-"""Formats of the dashboard (reference §4.3), on top of the reports' (`reportfmt`): money at 2 dp and GPU-hours at
-1 dp with thousands separators, ratios in percent at 1 dp, activity that was not measured shown as "not measured"
-(never 0 %), signed changes with an arrow and a sign (never colour alone), dates ISO 8601 in UTC."""
+"""Formats of the dashboard (reference §4.3), on top of the reports' (`apps/reports/formats.py`): money at 2 dp
+and GPU-hours at 1 dp with thousands separators, ratios in percent at 1 dp, activity that was not measured shown
+as "not measured" (never 0 %), signed changes with an arrow and a sign (never colour alone), dates ISO 8601 in
+UTC."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.utils.safestring import mark_safe
 
 from apps.dashboard.scope import Scope
 from apps.dashboard.tables import format_cell
-from apps.reports.templatetags.reportfmt import arrow, signed_pct, signed_usd
+from apps.reports.formats import arrow, signed_pct, signed_usd
 
 register = template.Library()
 

@@ -1,11 +1,12 @@
-"""Output shape of `/api/v1/findings/` (interfaces.md; every kind's rule and figures: docs/findings.md)."""
+"""Output shapes of `/api/v1/findings/` and `/api/v1/idle-allocations/` (interfaces.md; every kind's rule and
+figures: docs/findings.md)."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from apps.common.serializers import MoneyField
-from apps.findings.models import Kind
+from apps.findings.constants import Kind
 
 DECIMALS = 6
 
@@ -41,3 +42,24 @@ class FindingSerializer(serializers.Serializer):
 
     def get_infra_loss(self, obj) -> bool:
         return obj.kind == Kind.UNHEALTHY_GPU and bool(obj.team)
+
+
+class IdleAllocationSerializer(serializers.Serializer):
+    """A pod holding GPUs with (almost) no activity for consecutive hours, up to its cluster's latest bucket."""
+
+    cluster = serializers.CharField()
+    team = serializers.CharField()
+    namespace = serializers.CharField()
+    pod = serializers.CharField()
+    node = serializers.CharField()
+    node_group = serializers.CharField()
+    gpu_model = serializers.CharField()
+    gpus = serializers.FloatField(help_text="physical-GPU equivalents held in the latest bucket")
+    idle_since = serializers.DateTimeField(help_text="start of the first idle hour of the current streak")
+    last_bucket = serializers.DateTimeField(help_text="the cluster's latest collected hour")
+    idle_hours = serializers.IntegerField(help_text="consecutive idle hourly buckets")
+    activity = serializers.FloatField(help_text="measured activity over the streak")
+    allocated_gpu_hours = serializers.FloatField()
+    idle_gpu_hours = serializers.FloatField()
+    cost = MoneyField()
+    idle_cost = MoneyField()

@@ -1,4 +1,5 @@
-"""`/api/v1/findings/`: parse parameters, call a selector, render. Nothing else."""
+"""`/api/v1/findings/` and `/api/v1/idle-allocations/` (a view over the idle findings): parse parameters, call a
+selector, render. Nothing else."""
 
 from __future__ import annotations
 
@@ -11,17 +12,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import FormatParamMixin, Pagination, paginated
-from apps.common.params import param_error, parse_choice, parse_range, parse_text_list
-from apps.common.serializers import DetailSerializer, ErrorSerializer
-from apps.findings.api.serializers import FindingSerializer
-from apps.findings.selectors import KINDS, finding_get, finding_list
+from apps.common.api import CLUSTER_PARAM, ERRORS, PAGE_PARAMS, TEAM_PARAM, FormatParamMixin, Pagination, paginated
+from apps.common.params import param_error, parse_choice, parse_range, parse_text, parse_text_list
+from apps.common.serializers import DetailSerializer
+from apps.findings.api.serializers import FindingSerializer, IdleAllocationSerializer
+from apps.findings.selectors import KINDS, finding_get, finding_list, idle_allocation_list
+from apps.usage.activity import SIGNALS, default_signal
 
 FILTERS = ("kind", "cluster", "team", "namespace", "workload", "node")
-ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
-    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
-}
 
 
 class FindingListApi(FormatParamMixin, APIView):
@@ -39,8 +37,7 @@ class FindingListApi(FormatParamMixin, APIView):
             *[OpenApiParameter(key, str, many=True, explode=True, description=f"only these {key}s (repeatable)")
               for key in FILTERS if key != "kind"],
             OpenApiParameter("ongoing", str, enum=["true", "false"], description="only findings that go on (or not)"),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int, description=f"at most {Pagination.max_page_size}"),
+            *PAGE_PARAMS,
         ],
         responses={200: FindingSerializer(many=True), **ERRORS},
     )
@@ -78,3 +75,35 @@ class FindingDetailApi(FormatParamMixin, APIView):
         if finding is None:
             raise NotFound()
         return Response(FindingSerializer(finding).data)
+
+
+class IdleAllocationListApi(FormatParamMixin, APIView):
+    """Pods holding GPUs that have done (almost) nothing for consecutive hours, as of the latest bucket: the
+    idle-allocation findings (also in `/api/v1/findings/?kind=idle_allocation`), under the default signal."""
+
+    pagination_class = Pagination
+
+    @extend_schema(
+        operation_id="idle_allocations",
+        parameters=[
+            CLUSTER_PARAM,
+            TEAM_PARAM,
+            OpenApiParameter("signal", str, enum=list(SIGNALS),
+                             description="activity signal; findings are computed under the default "
+                             "(GPUFINOPS_DEFAULT_SIGNAL) only, another is a 400"),
+            *PAGE_PARAMS,
+        ],
+        responses={200: IdleAllocationSerializer(many=True), **ERRORS},
+    )
+    def get(self, request):
+        params = request.query_params
+        try:
+            rows = idle_allocation_list(
+                visible_teams=visible_team_names(request.user),
+                cluster=parse_text(params, "cluster"),
+                team=parse_text(params, "team"),
+                signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
+            )
+        except ValueError as exc:  # findings are computed under the default signal only
+            raise param_error("signal", str(exc)) from exc
+        return paginated(self, request, rows, IdleAllocationSerializer)

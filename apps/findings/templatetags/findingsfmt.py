@@ -6,8 +6,24 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from django import template
+from django.urls import NoReverseMatch, reverse
+
+from apps.findings.models import Finding
 
 register = template.Library()
+
+
+@register.filter
+def workload_link(f: Finding) -> str:
+    """The dashboard's workload page when it has one, else the usage API for that workload's pods."""
+    if f.workload and f.namespace:
+        try:
+            return reverse("dashboard:workload", args=[f.cluster.name, f.namespace, f.workload])
+        except NoReverseMatch:
+            pass
+        return (f"/api/v1/usage/?group_by=pod&cluster={f.cluster.name}&namespace={f.namespace}"
+                f"&workload={f.workload}&start={f.start:%Y-%m-%dT%H:00:00Z}")
+    return ""
 
 
 @register.filter

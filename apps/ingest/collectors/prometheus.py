@@ -132,9 +132,11 @@ class _FindingQueries:
     metrics: dict[str, str]
     pod_labels: str | None
 
-    def query(self, promql: str, at: datetime) -> list[dict]: ...  # pragma: no cover (PrometheusSource's)
+    def query(self, promql: str, at: datetime) -> list[dict]:  # pragma: no cover (PrometheusSource's)
+        raise NotImplementedError
 
-    def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict]]: ...  # pragma: no cover
+    def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict]]:  # pragma: no cover
+        raise NotImplementedError
 
     @staticmethod
     def _by_device(answer: list[dict]) -> dict[tuple[str, str], float]:

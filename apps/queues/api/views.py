@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import FormatParamMixin
+from apps.common.api import CLUSTER_PARAM, ERRORS, FormatParamMixin
 from apps.common.params import parse_choice, parse_datetime, parse_range, parse_text
-from apps.common.serializers import DetailSerializer, ErrorSerializer
 from apps.queues.api.serializers import (
     AdmissionWaitResponseSerializer,
     QueueListResponseSerializer,
@@ -20,17 +19,12 @@ from apps.queues.api.serializers import (
 from apps.queues.selectors import admission_waits, queue_list, queue_usage
 from apps.usage.activity import SIGNALS, default_signal
 
-CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
 START_PARAM = OpenApiParameter(
     "start", str, description="ISO 8601 time or date (UTC), on the hour; default end - 7 days"
 )
 END_PARAM = OpenApiParameter(
     "end", str, description="ISO 8601 time or date (UTC), on the hour, exclusive; default today"
 )
-ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
-    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
-}
 
 
 class QueueListApi(FormatParamMixin, APIView):

@@ -25,9 +25,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import sees_all_teams
-from apps.common.api import FormatParamMixin, Pagination
+from apps.common.api import ERRORS, FormatParamMixin, Pagination
 from apps.common.params import param_error, parse_choice, parse_int, parse_range, parse_text
-from apps.common.serializers import DetailSerializer, ErrorSerializer
+from apps.common.serializers import DetailSerializer
 from apps.reports import focus
 from apps.reports.api.serializers import EditionDetailSerializer, EditionListSerializer
 from apps.reports.archive import (
@@ -41,10 +41,6 @@ from apps.reports.archive import (
 from apps.reports.periods import Period, parse_period
 from apps.reports.selectors import editions_visible_to
 
-ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
-    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
-}
 NOT_FOUND = {404: OpenApiResponse(DetailSerializer, description="no such report, or none the caller may see")}
 PERIOD_PARAM = OpenApiParameter("period", str, OpenApiParameter.PATH,
                                 description="an ISO week (2026-W47) or a calendar month (2026-11), UTC")

@@ -1,92 +1,16 @@
-"""Number formats of the reports (reference §2.6, §4.3): money at 2 dp with thousands separators, GPU-hours and
-percentages at 1 dp, signed changes with an explicit + or -, never colour alone. Values arrive as decimal
-strings already rounded (apps/reports/content.py): these filters only format, they never round again."""
+"""The reports' number formats (`apps/reports/formats.py`) as template filters: `{% load reportfmt %}`."""
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-
 from django import template
 
+from apps.reports import formats
+
 register = template.Library()
-DASH = "—"
-
-
-def _dec(value) -> Decimal | None:
-    if value is None or value == "":
-        return None
-    try:
-        return Decimal(str(value))
-    except (InvalidOperation, ValueError):
-        return None
-
-
-def _group(value: Decimal, places: int) -> str:
-    return f"{abs(value):,.{places}f}"
-
-
-@register.filter
-def usd(value) -> str:
-    """1234.5 -> $1,234.50; -3 -> -$3.00."""
-    d = _dec(value)
-    if d is None:
-        return DASH
-    return ("-" if d < 0 else "") + "$" + _group(d, 2)
-
-
-@register.filter
-def signed_usd(value) -> str:
-    """+$1,234.50 / -$3.00 / $0.00."""
-    d = _dec(value)
-    if d is None:
-        return DASH
-    sign = "+" if d > 0 else "-" if d < 0 else ""
-    return f"{sign}${_group(d, 2)}"
-
-
-@register.filter
-def gpuh(value) -> str:
-    """1234.5 -> 1,234.5 (GPU-hours at 0.1)."""
-    d = _dec(value)
-    if d is None:
-        return DASH
-    return ("-" if d < 0 else "") + _group(d, 1)
-
-
-@register.filter
-def pct(value) -> str:
-    """12.3 -> 12.3 %."""
-    d = _dec(value)
-    if d is None:
-        return DASH
-    return f"{d:.1f} %"
-
-
-@register.filter
-def signed_pct(value) -> str:
-    """+12.3 % / -4.0 %; "new" when there was nothing to compare with."""
-    if value == "new":
-        return "new"
-    d = _dec(value)
-    if d is None:
-        return DASH
-    sign = "+" if d > 0 else "-" if d < 0 else ""
-    return f"{sign}{abs(d):.1f} %"
-
-
-@register.filter
-def ratio_pct(value) -> str:
-    """0.987 -> 98.7 % (a ratio in [0, 1])."""
-    d = _dec(value)
-    if d is None:
-        return DASH
-    return f"{d * 100:.1f} %"
-
-
-@register.filter
-def arrow(value) -> str:
-    """▲ for an increase, ▼ for a decrease (beside the signed figure, never instead of it)."""
-    d = _dec(value)
-    if d is None or d == 0:
-        return ""
-    return "▲" if d > 0 else "▼"
+register.filter("usd", formats.usd)
+register.filter("signed_usd", formats.signed_usd)
+register.filter("gpuh", formats.gpuh)
+register.filter("pct", formats.pct)
+register.filter("signed_pct", formats.signed_pct)
+register.filter("ratio_pct", formats.ratio_pct)
+register.filter("arrow", formats.arrow)

@@ -70,27 +70,6 @@ class UsageResponseSerializer(serializers.Serializer):
     capacity = CapacitySerializer(required=False, help_text="only for callers who see every team")
 
 
-class IdleAllocationSerializer(serializers.Serializer):
-    """A pod holding GPUs with (almost) no activity for consecutive hours, up to its cluster's latest bucket."""
-
-    cluster = serializers.CharField()
-    team = serializers.CharField()
-    namespace = serializers.CharField()
-    pod = serializers.CharField()
-    node = serializers.CharField()
-    node_group = serializers.CharField()
-    gpu_model = serializers.CharField()
-    gpus = serializers.FloatField(help_text="physical-GPU equivalents held in the latest bucket")
-    idle_since = serializers.DateTimeField(help_text="start of the first idle hour of the current streak")
-    last_bucket = serializers.DateTimeField(help_text="the cluster's latest collected hour")
-    idle_hours = serializers.IntegerField(help_text="consecutive idle hourly buckets")
-    activity = serializers.FloatField(help_text="measured activity over the streak")
-    allocated_gpu_hours = serializers.FloatField()
-    idle_gpu_hours = serializers.FloatField()
-    cost = MoneyField()
-    idle_cost = MoneyField()
-
-
 # ---- Teams and clusters ----
 
 
@@ -108,7 +87,9 @@ class TeamDetailSerializer(TeamSerializer):
 
 class ClusterSerializer(serializers.Serializer):
     name = serializers.CharField()
-    source = serializers.CharField(help_text="kubernetes or simulator")
+    # SerializerMetaclass pops declared fields off the class, so this does not shadow Field.source; the stubs
+    # cannot see that.
+    source = serializers.CharField(help_text="kubernetes or simulator")  # type: ignore[assignment]
     last_collected_hour = serializers.DateTimeField(allow_null=True, help_text="newest successfully collected bucket")
 
 

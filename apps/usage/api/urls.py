@@ -4,7 +4,6 @@ from apps.usage.api import views
 
 urlpatterns = [
     path("usage/", views.UsageApi.as_view(), name="usage"),
-    path("idle-allocations/", views.IdleAllocationListApi.as_view(), name="idle-allocations"),
     path("teams/", views.TeamListApi.as_view(), name="teams"),
     path("teams/<str:name>/", views.TeamDetailApi.as_view(), name="team-detail"),
     path("clusters/", views.ClusterListApi.as_view(), name="clusters"),

@@ -1,4 +1,4 @@
-"""Usage and idle-allocation endpoints: parse parameters, call a selector, render. Nothing else."""
+"""Usage, team, cluster and data-status endpoints: parse parameters, call a selector, render. Nothing else."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import FormatParamMixin, Pagination, paginated
+from apps.common.api import CLUSTER_PARAM, ERRORS, PAGE_PARAMS, FormatParamMixin, Pagination, paginated
 from apps.common.params import param_error, parse_choice, parse_list, parse_range, parse_text, parse_text_list
 from apps.common.serializers import DetailSerializer, ErrorSerializer
 from apps.usage.activity import SIGNALS, default_signal
@@ -22,7 +22,6 @@ from apps.usage.api.serializers import (
     ClusterDetailSerializer,
     ClusterSerializer,
     DayStatusSerializer,
-    IdleAllocationSerializer,
     TeamDetailSerializer,
     TeamSerializer,
     UsageResponseSerializer,
@@ -33,19 +32,12 @@ from apps.usage.selectors import (
     GROUP_KEYS,
     TooLarge,
     data_status,
-    idle_allocation_list,
     usage_report,
 )
 
-CLUSTER_PARAM = OpenApiParameter("cluster", str, description="only this cluster (by name)")
-TEAM_PARAM = OpenApiParameter("team", str, description="only this team (by name)")
 SIGNAL_PARAM = OpenApiParameter(
     "signal", str, enum=list(SIGNALS), description="activity signal (default: GPUFINOPS_DEFAULT_SIGNAL)"
 )
-ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="a parameter is malformed or out of range; it is named"),
-    401: OpenApiResponse(DetailSerializer, description="no or invalid credentials"),
-}
 
 
 class UsageApi(FormatParamMixin, APIView):
@@ -102,43 +94,8 @@ class UsageApi(FormatParamMixin, APIView):
         return response
 
 
-class IdleAllocationListApi(FormatParamMixin, APIView):
-    """Pods holding GPUs that have done (almost) nothing for consecutive hours, as of the latest bucket: the
-    idle-allocation findings (also in `/api/v1/findings/?kind=idle_allocation`), under the default signal."""
-
-    pagination_class = Pagination
-
-    @extend_schema(
-        operation_id="idle_allocations",
-        parameters=[
-            CLUSTER_PARAM,
-            TEAM_PARAM,
-            SIGNAL_PARAM,
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int, description=f"at most {Pagination.max_page_size}"),
-        ],
-        responses={200: IdleAllocationSerializer(many=True), **ERRORS},
-    )
-    def get(self, request):
-        params = request.query_params
-        try:
-            rows = idle_allocation_list(
-                visible_teams=visible_team_names(request.user),
-                cluster=parse_text(params, "cluster"),
-                team=parse_text(params, "team"),
-                signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
-            )
-        except ValueError as exc:  # findings are computed under the default signal only
-            raise param_error("signal", str(exc)) from exc
-        return paginated(self, request, rows, IdleAllocationSerializer)
-
-
 # ---- Teams and clusters the caller may see (absent from lists, 404 on detail when invisible) ----
 
-PAGE_PARAMS = [
-    OpenApiParameter("page", int),
-    OpenApiParameter("page_size", int, description=f"at most {Pagination.max_page_size}"),
-]
 LIST_ERRORS = {400: ErrorSerializer, 401: DetailSerializer}
 DETAIL_ERRORS = {
     401: DetailSerializer,

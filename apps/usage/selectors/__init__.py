@@ -7,8 +7,9 @@ One module per kind of read, every public name importable from here:
 * `capacity`: capacity totals and rows, and whether a range is still provisional;
 * `status`: buckets due for collection, data status per cluster and day, clusters missing a signal, freshness;
 * `workloads`: one workload's pods, and the workloads of pods;
-* `rollups`: which rollup answers a range, the filters, how group values print;
-* `idle`: idle allocations, answered by the findings app.
+* `rollups`: which rollup answers a range, the filters, how group values print.
+
+Idle allocations are findings: ``apps.findings.selectors.idle_allocation_list``.
 
 Access control is one argument, ``visible_teams``: the set from
 ``apps.accounts.selectors.visible_team_names`` (None means every team). Every read filters by it.
@@ -22,7 +23,6 @@ from apps.usage.selectors.capacity import (
     capacity_totals,
     has_provisional_buckets,
 )
-from apps.usage.selectors.idle import IdleAllocationReader, idle_allocation_list, register_idle_allocation_reader
 from apps.usage.selectors.report import (
     GROUP_KEYS,
     IMPLIED_KEYS,
@@ -47,10 +47,10 @@ from apps.usage.selectors.workloads import CHUNK, PodUsage, Seen, pod_workloads,
 
 __all__ = [
     "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "CHUNK", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
-    "IMPLIED_KEYS", "MONEY_FIELDS", "USAGE_FIELDS", "DayStatus", "Filters", "IdleAllocationReader", "MissingSignal",
+    "IMPLIED_KEYS", "MONEY_FIELDS", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
     "PodUsage", "Seen", "TooLarge", "UsageReport", "busy_share", "capacity_and_provisional", "capacity_rows",
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
-    "due_hours", "expand_group_by", "has_provisional_buckets", "idle_allocation_list", "is_whole_day_range",
-    "ledger_version", "make_filters", "pod_workloads", "register_idle_allocation_reader", "usage_report",
+    "due_hours", "expand_group_by", "has_provisional_buckets", "is_whole_day_range",
+    "ledger_version", "make_filters", "pod_workloads", "usage_report",
     "workload_pods", "workload_seen",
 ]

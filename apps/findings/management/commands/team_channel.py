@@ -56,12 +56,12 @@ class Command(BaseCommand):
             channel.save()
             self.stdout.write(f"{team.name}/{channel.name}: {channel.masked_url}")
             return
-        channel = TeamChannel.objects.filter(team=team, name=opts["name"]).first()
-        if channel is None:
+        existing = TeamChannel.objects.filter(team=team, name=opts["name"]).first()
+        if existing is None:
             raise CommandError(f"team {team.name} has no channel {opts['name']!r}")
         if action == "remove":
-            channel.delete()
+            existing.delete()
         else:
-            channel.enabled = action == "enable"
-            channel.save(update_fields=["enabled"])
+            existing.enabled = action == "enable"
+            existing.save(update_fields=["enabled"])
         self.stdout.write(f"{team.name}/{opts['name']}: {action}d")

@@ -25,7 +25,10 @@ class Command(BaseCommand):
             sub, created = subscribe(opts["email"], opts["team"], cadence=cadence)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
+        user = sub.user
+        if user is None:  # subscribe() finds the person by e-mail or refuses
+            raise CommandError(f"the subscription for {opts['email']} names no person")
         scope, _ = resolve_scope(sub)
         covers = scope.label + (" with the fleet's capacity" if scope and scope.fleet else "") if scope else "nothing"
-        self.stdout.write(f"{'subscribed' if created else 'updated'}: {sub.user.get_username()} <{sub.user.email}> "
+        self.stdout.write(f"{'subscribed' if created else 'updated'}: {user.get_username()} <{user.email}> "
                           f"{cadence}, now covering {covers}")
