@@ -146,7 +146,7 @@ def users_and_targets(wanted: list[str], window_start, window_end) -> list[tuple
 
     from apps.accounts.selectors import FINANCE_GROUP
     from apps.accounts.services import add_team_member
-    from apps.dashboard.selectors import NO_WORKLOAD
+    from apps.dashboard.selectors.shared import NO_WORKLOAD
     from apps.usage.models import PodHour
 
     users = get_user_model()

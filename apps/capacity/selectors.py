@@ -110,7 +110,7 @@ def pending_counts(
     ]
 
 
-# ---- GPU-hours waited (appended; the functions above are unchanged) ----
+# ---- GPU-hours waited: what pending work asked for, over time ----
 
 # A collection stands for the time until the cluster's next one, at most this long (a gap in collection is not
 # counted as waiting).

@@ -1,7 +1,7 @@
 """The dashboard pages and /healthz. Views read the query string into a `Scope` (period, filters, signal, the
-caller's visibility), call a page composition (`apps.dashboard.selectors`, which calls the same selectors as the
-API) and render it; `?csv=<block>` answers any section's table as CSV. They never call the REST API over HTTP.
-The app has no models."""
+caller's visibility), call a page composition (`apps.dashboard.selectors`, one module per page, which calls the same
+selectors as the API) and render it; `?csv=<block>` answers any section's table as CSV. They never call the REST API
+over HTTP. The app has no models."""
 
 from __future__ import annotations
 
@@ -20,8 +20,15 @@ from django.views.decorators.cache import never_cache
 
 from apps.accounts.selectors import history_days, visible_team_names
 from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_list
-from apps.dashboard import charts, selectors
+from apps.dashboard import charts
 from apps.dashboard.scope import FILTER_LABELS, SIGNAL_NAMES, Scope, parse_scope, period_choices
+from apps.dashboard.selectors import shared
+from apps.dashboard.selectors.fleet import fleet_page
+from apps.dashboard.selectors.overview import overview_page
+from apps.dashboard.selectors.queues import queues_page
+from apps.dashboard.selectors.showback import showback_page
+from apps.dashboard.selectors.workload import workload_page
+from apps.dashboard.selectors.workloads import SORT_KEYS, workloads_page
 from apps.dashboard.tables import Block
 from apps.findings.selectors import FindingCounts, counts_for
 from apps.inventory.selectors import visible_clusters
@@ -68,11 +75,11 @@ def _page(request: HttpRequest, template: str, scope: Scope, context: dict[str, 
     response = _csv(request, scope, page, blocks)
     if response is not None:
         return response
-    opts = selectors.filter_options(scope) if options else {}
-    warnings = selectors.filter_warnings(scope, opts) if options else []
+    opts = shared.filter_options(scope) if options else {}
+    warnings = shared.filter_warnings(scope, opts) if options else []
     figures = {f"chart-{b.id}": b.figure for b in blocks if b.figure is not None}
     context.update(
-        scope=scope, window=scope.window, status=selectors.status(scope), options=opts,
+        scope=scope, window=scope.window, status=shared.status(scope), options=opts,
         errors=[*scope.errors, *warnings], periods=period_choices(scope), crumbs=crumbs, blocks=blocks,
         figures=charts.as_script_data(figures) if figures else None, page_name=page,
         filter_keys=FILTER_LABELS, signals=[(s, SIGNAL_NAMES[s]) for s in SIGNALS],
@@ -99,7 +106,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     if not cluster_count:
         return render(request, "dashboard/overview.html", {"cluster_count": 0})
     scope = _scope(request)
-    data = selectors.overview_page(scope)
+    data = overview_page(scope)
     crumbs = [("Overview", "")]
     if scope.filters.get("team"):
         crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query(team=None)),
@@ -129,10 +136,10 @@ def workloads(request: HttpRequest) -> HttpResponse:
     page_raw = request.GET.get("page") or "1"
     page = int(page_raw) if page_raw.isdigit() and len(page_raw) < 7 else 1
     sort = request.GET.get("sort") or "idle_cost"
-    if sort not in selectors.SORT_KEYS:
+    if sort not in SORT_KEYS:
         errors.append(f"Unknown sort column {sort[:40]!r}; sorted by idle cost.")
         sort = "idle_cost"
-    data = selectors.workloads_page(scope, sort=sort, order=request.GET.get("order") or "desc", page=page,
+    data = workloads_page(scope, sort=sort, order=request.GET.get("order") or "desc", page=page,
                                     busy_below=busy_below)
     if request.GET.get("format") == "csv":
         return _csv_all(scope, data["table_block"])
@@ -156,8 +163,8 @@ def _csv_all(scope: Scope, block: Block) -> HttpResponse:
 def workload(request: HttpRequest, cluster: str, namespace: str, workload: str) -> HttpResponse:
     """View 3: one workload. 404 when the caller may see none of it (its existence is not leaked)."""
     scope = _scope(request)
-    name = "" if workload == selectors.NO_WORKLOAD else workload
-    data = selectors.workload_page(scope, cluster, namespace, name)
+    name = "" if workload == shared.NO_WORKLOAD else workload
+    data = workload_page(scope, cluster, namespace, name)
     if data is None:
         raise Http404("no such workload, or none you may see")
     crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query()),
@@ -173,7 +180,7 @@ def workload(request: HttpRequest, cluster: str, namespace: str, workload: str) 
 def queues(request: HttpRequest) -> HttpResponse:
     """View 4: the team's queues and quota, what waited and why, GPU-hours waited next to GPU-hours held idle."""
     scope = _scope(request)
-    data = selectors.queues_page(scope)
+    data = queues_page(scope)
     crumbs = [("Overview", reverse("dashboard:overview") + "?" + scope.query()), ("Queues and quota", "")]
     return _page(request, "dashboard/queues.html", scope, data, page="queues", crumbs=crumbs, blocks=data["blocks"])
 
@@ -188,7 +195,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
                          blocks=[], options=False)
         response.status_code = 403
         return response
-    data = selectors.fleet_page(scope)
+    data = fleet_page(scope)
     data["finding_counts"] = _finding_counts(scope)
     return _page(request, "dashboard/fleet.html", scope, data, page="fleet", crumbs=crumbs, blocks=data["blocks"])
 
@@ -197,7 +204,7 @@ def fleet(request: HttpRequest) -> HttpResponse:
 def teams(request: HttpRequest) -> HttpResponse:
     """View 7: showback, one row per team (and unallocated capacity for those who see every team)."""
     scope = _scope(request)
-    data = selectors.showback_page(scope)
+    data = showback_page(scope)
     first = ("Fleet", reverse("dashboard:fleet") + "?" + scope.query()) if scope.sees_all else (
         "Overview", reverse("dashboard:overview") + "?" + scope.query())
     return _page(request, "dashboard/teams.html", scope, data, page="teams", crumbs=[first, ("Teams", "")],
@@ -229,7 +236,7 @@ def capacity(request: HttpRequest) -> HttpResponse:
                                                                            ("2", "4", "8")]) for g in frag]
     history = [r for r in fragmentation_range(start=start, end=w.end, visible_teams=teams_)
                if not clusters or r.cluster.name in clusters]
-    pending = [p for p in pending_list(at=min(now, w.end), visible_teams=selectors.teams_in_scope(scope))
+    pending = [p for p in pending_list(at=min(now, w.end), visible_teams=shared.teams_in_scope(scope))
                if not clusters or p.cluster.name in clusters][:50]
     block = Block("free", "Free GPUs and the largest free block over time", [], [],
                   figure=charts.free_over_time(history, "free") if history else None)

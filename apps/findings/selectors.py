@@ -192,7 +192,7 @@ def counts_for(
 
         report = usage_report(start=start, end=end, group_by=["team"], visible_teams=visible_teams,
                               team=team, cluster=cluster)
-        charged = {r["team"]: r["cost"] for r in report.results}
+        charged = {r.group["team"]: r.figures.cost for r in report.results}
     by_team = {t: TeamInfraLoss(t, round(float(held.get(t, (0, 0))[0]), DECIMALS),
                                 money.micro(held.get(t, (0, money.ZERO))[1]), charged.get(t) if charges else None)
                for t in sorted(set(held) | set(charged))}

@@ -243,7 +243,7 @@ def _add_borrowed(rows: dict[str, QueueUsage], c: Cluster, start: datetime, end:
         row.borrowed_idle_gpu_hours += min(borrowed, row.idle_by_hour.get(hour, 0.0))
 
 
-# ---- Reads for the team queue page (appended; the functions above are unchanged) ----
+# ---- Over a range, per queue: admission wait summary, LocalQueues, what Kueue answered, quota over time ----
 
 
 @dataclass(frozen=True)

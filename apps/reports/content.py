@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 
-from apps.findings.selectors import infra_loss_by_team
-from apps.reports import focus
-from apps.reports.periods import WEEKLY, Period, period_state
-from apps.reports.selectors import top_idle
+from apps.findings.selectors import TeamInfraLoss, infra_loss_by_team
+from apps.reports import focus, statement
+from apps.reports.periods import WEEKLY, Period, PeriodState, period_state
+from apps.reports.selectors import IdleItem, top_idle
+from apps.reports.statement import UNALLOCATED
 from apps.usage import money
 from apps.usage.activity import DEFAULT_METRICS, default_signal
 from apps.usage.exports import usage_csv
@@ -38,10 +38,6 @@ from apps.usage.models import Bucket
 from apps.usage.selectors import UsageReport, usage_report
 
 CSV_GROUPS = ["team", "namespace", "cluster", "gpu_model"]
-TENTH = Decimal("0.1")
-HUNDRED = Decimal(100)
-UNALLOCATED = "Unallocated capacity (platform)"
-MOVERS = 5
 
 
 @dataclass(frozen=True)
@@ -81,38 +77,7 @@ def scope_from(teams: Sequence[str] | None) -> Scope:
     return Scope(None if teams is None else frozenset(teams))
 
 
-# ---- Rounding that adds up ----
-
-
-def _d(value: Any) -> Decimal:
-    """A figure as an exact decimal (GPU-hour floats by their shortest repr)."""
-    return money.to_decimal(value)
-
-
-def apportion_places(values: Sequence[Any], total: Any, places: Decimal) -> list[Decimal]:
-    """`money.apportion` at another precision (0.1 for GPU-hours and percentages): rows add up to the total."""
-    scale = Decimal("0.01") / places
-    scaled = money.apportion([_d(v) * scale for v in values], _d(total) * scale)
-    return [(v / scale).quantize(places) for v in scaled]
-
-
-def round_to(value: Any, places: Decimal) -> Decimal:
-    return _d(value).quantize(places, rounding=ROUND_HALF_EVEN)
-
-
-def pct(part: Any, whole: Any) -> Decimal | None:
-    """part / whole in percent at 0.1; None when whole is zero."""
-    whole = _d(whole)
-    if whole == 0:
-        return None
-    return round_to(_d(part) / whole * HUNDRED, TENTH)
-
-
-def _s(value: Decimal | None) -> str | None:
-    return None if value is None else str(value)
-
-
-# ---- Building ----
+# ---- Building: gather the usage reports, then the pure phases of `apps.reports.statement` ----
 
 
 @dataclass(frozen=True)
@@ -135,237 +100,101 @@ def _has_ledger(period: Period) -> bool:
     return Bucket.objects.filter(hour__gte=period.start, hour__lt=period.end).exists()
 
 
-def _by_team(report: UsageReport) -> dict[str, dict]:
-    return {r["team"]: r for r in report.results}
+@dataclass(frozen=True)
+class Gathered:
+    """Everything a report of one period and scope reads from the ledger and the findings."""
+
+    state: PeriodState
+    current: UsageReport
+    previous_period: Period
+    previous: UsageReport | None  # None when the previous period has no ledger
+    history_periods: list[Period]  # the comparison periods with a ledger
+    history: list[UsageReport]
+    fleet: bool  # every team, with the fleet's capacity and the unallocated row
+    infra_loss: dict[str, TeamInfraLoss]
+    credited: bool  # GPUFINOPS_INFRA_LOSS_CREDIT: infra loss is credited back (a net line)
+    idle_kind: str
+    idle: list[IdleItem]
+    csv: bytes
+    focus: bytes
 
 
-def _printed_rows(report: UsageReport, teams: list[str], fleet: bool) -> dict[str, Any]:
-    """Printed cost and GPU-hours per team (and the unallocated row), with their totals, for one period."""
-    by_team = _by_team(report)
-    costs = [by_team[t]["cost"] if t in by_team else money.ZERO for t in teams]
-    hours = [by_team[t]["allocated_gpu_hours"] if t in by_team else 0.0 for t in teams]
-    if fleet and report.capacity is not None:
-        cap = report.capacity
-        capacity_cost = money.cents(cap["capacity_cost"])
-        charged, unallocated = money.apportion([report.totals["cost"], cap["unallocated_cost"]], capacity_cost)
-        capacity_hours = round_to(cap["capacity_gpu_hours"], TENTH)
-        charged_h, unallocated_h = apportion_places([report.totals["allocated_gpu_hours"],
-                                                     cap["unallocated_gpu_hours"]], capacity_hours, TENTH)
-        return {"costs": money.apportion(costs, charged), "hours": apportion_places(hours, charged_h, TENTH),
-                "charged": charged, "charged_hours": charged_h, "unallocated": unallocated,
-                "unallocated_hours": unallocated_h, "total": capacity_cost, "total_hours": capacity_hours}
-    total = money.cents(report.totals["cost"])
-    total_h = round_to(report.totals["allocated_gpu_hours"], TENTH)
-    return {"costs": money.apportion(costs, total), "hours": apportion_places(hours, total_h, TENTH),
-            "charged": total, "charged_hours": total_h, "unallocated": None, "unallocated_hours": None,
-            "total": total, "total_hours": total_h}
+def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathered:
+    """The usage reports of the period, the previous one and the comparison periods, the infra loss, the top idle
+    workloads and the files, for `scope` (the caller's visibility)."""
+    visible = scope.visible_teams
 
+    def report(p: Period, group_by: list[str]) -> UsageReport:
+        return usage_report(start=p.start, end=p.end, group_by=group_by, signal=signal, visible_teams=visible)
 
-def _delta(cur: Decimal, prev: Decimal | None) -> tuple[str | None, str | None]:
-    """(signed $ change, % change or "new") of printed figures; (None, None) without a comparison."""
-    if prev is None:
-        return None, None
-    change = cur - prev
-    if prev == 0:
-        return str(change), ("new" if cur else None)
-    return str(change), str(round_to(change / prev * HUNDRED, TENTH))
+    current = report(period, ["team"])
+    previous = period.previous()
+    history = [p for p in comparison_periods(period) if _has_ledger(p)]
+    idle_kind, idle = top_idle(start=period.start, end=period.end, visible_teams=visible, signal=signal)
+    return Gathered(
+        state=period_state(period, now), current=current, previous_period=previous,
+        previous=report(previous, ["team"]) if _has_ledger(previous) else None,
+        history_periods=history, history=[report(p, ["team"]) for p in history],
+        fleet=scope.fleet and current.capacity is not None,
+        infra_loss=infra_loss_by_team(start=period.start, end=period.end, visible_teams=visible),
+        credited=settings.GPUFINOPS_INFRA_LOSS_CREDIT, idle_kind=idle_kind, idle=idle,
+        csv=usage_csv(report(period, CSV_GROUPS).as_dict()),
+        focus=focus.focus_csv(start=period.start, end=period.end, scope=focus.FocusScope(scope.teams),
+                              granularity="day", signal=signal),
+    )
 
 
 def build_content(period: Period, scope: Scope, *, now: datetime, signal: str | None = None) -> Content:
     """Every figure and file of the report of `period` for `scope`, as the ledger has them now."""
     signal = signal or default_signal()
-    visible = scope.visible_teams
-    state = period_state(period, now)
-    cur = usage_report(start=period.start, end=period.end, group_by=["team"], signal=signal, visible_teams=visible)
-    fleet = scope.fleet and cur.capacity is not None
+    g = gather(period, scope, now=now, signal=signal)
+    figures = content_figures(period, scope, signal, g)
+    return Content(figures=figures, csv=g.csv, focus=g.focus, content_sha256=content_digest(figures, g.credited))
 
-    previous = period.previous()
-    prev = usage_report(start=previous.start, end=previous.end, group_by=["team"], signal=signal,
-                        visible_teams=visible) if _has_ledger(previous) else None
-    history = [p for p in comparison_periods(period) if _has_ledger(p)]
-    history_reports = [usage_report(start=p.start, end=p.end, group_by=["team"], signal=signal,
-                                    visible_teams=visible) for p in history]
 
-    by_team = _by_team(cur)
-    teams = sorted(set(by_team) | (set(_by_team(prev)) if prev else set()),
-                   key=lambda t: (-(by_team[t]["cost"] if t in by_team else money.ZERO), t))
-    printed = _printed_rows(cur, teams, fleet)
-    printed_prev = _printed_rows(prev, teams, fleet) if prev else None
-
-    def average(team: str | None) -> Decimal | None:
-        if not history_reports:
-            return None
-        if team is None:
-            values = [r.capacity["capacity_cost"] if fleet else r.totals["cost"] for r in history_reports]
-        elif team == UNALLOCATED:
-            values = [r.capacity["unallocated_cost"] for r in history_reports]
-        else:
-            values = [_by_team(r).get(team, {}).get("cost", money.ZERO) for r in history_reports]
-        return sum((_d(v) for v in values), money.ZERO) / len(values)
-
-    def avg_change(cur_exact: Decimal, avg: Decimal | None) -> tuple[str | None, str | None]:
-        if avg is None:
-            return None, None
-        change = money.cents(cur_exact - avg)
-        if avg == 0:
-            return str(change), ("new" if cur_exact else None)
-        return str(change), str(round_to((cur_exact - avg) / avg * HUNDRED, TENTH))
-
-    total_cost = printed["total"]
-    rows: list[dict[str, Any]] = []
-    cost_values = list(printed["costs"]) + ([printed["unallocated"]] if fleet else [])
-    shares: list[Decimal | None] = [None] * len(cost_values)
-    if total_cost:
-        shares = apportion_places([v / total_cost * HUNDRED for v in cost_values], HUNDRED, TENTH)
-    for i, team in enumerate(teams):
-        r = by_team.get(team)
-        exact_cost = r["cost"] if r else money.ZERO
-        allocated = r["allocated_gpu_hours"] if r else 0.0
-        delta, delta_pct = _delta(printed["costs"][i], printed_prev["costs"][i] if printed_prev else None)
-        avg = average(team)
-        avg_delta, avg_pct = avg_change(exact_cost, avg)
-        rows.append({
-            "name": team, "kind": "team",
-            "cost": str(exact_cost), "cost_printed": str(printed["costs"][i]), "share": _s(shares[i]),
-            "prev_printed": str(printed_prev["costs"][i]) if printed_prev else None,
-            "delta": delta, "delta_pct": delta_pct,
-            "avg": None if avg is None else str(money.micro(avg)), "avg_delta": avg_delta, "avg_delta_pct": avg_pct,
-            "gpu_hours": allocated, "gpu_hours_printed": str(printed["hours"][i]),
-            "idle_gpu_hours": r["idle_gpu_hours"] if r else 0.0,
-            "unmeasured_gpu_hours": r["unmeasured_gpu_hours"] if r else 0.0,
-            "idle_pct": _s(pct(r["idle_gpu_hours"], allocated)) if r else None,
-            "idle_cost": str(r["idle_cost"] if r else money.ZERO),
-            "unpriced_gpu_hours": r["unpriced_gpu_hours"] if r else 0.0,
-            # every hour on GPU models without a price: its cost is unknown, printed "unpriced" (never $0)
-            "unpriced_only": bool(r and r["unpriced_gpu_hours"] and not printed["costs"][i]),
-        })
-    if fleet:
-        cap = cur.capacity
-        delta, delta_pct = _delta(printed["unallocated"], printed_prev["unallocated"] if printed_prev else None)
-        avg = average(UNALLOCATED)
-        avg_delta, avg_pct = avg_change(cap["unallocated_cost"], avg)
-        rows.append({
-            "name": UNALLOCATED, "kind": "unallocated",
-            "cost": str(cap["unallocated_cost"]), "cost_printed": str(printed["unallocated"]), "share": _s(shares[-1]),
-            "prev_printed": str(printed_prev["unallocated"]) if printed_prev else None,
-            "delta": delta, "delta_pct": delta_pct,
-            "avg": None if avg is None else str(money.micro(avg)), "avg_delta": avg_delta, "avg_delta_pct": avg_pct,
-            "gpu_hours": cap["unallocated_gpu_hours"], "gpu_hours_printed": str(printed["unallocated_hours"]),
-            "idle_gpu_hours": None, "unmeasured_gpu_hours": None, "idle_pct": None, "idle_cost": None,
-            "unpriced_gpu_hours": None, "unpriced_only": False,
-        })
-    exact_total = cur.capacity["capacity_cost"] if fleet else cur.totals["cost"]
-    delta, delta_pct = _delta(total_cost, printed_prev["total"] if printed_prev else None)
-    avg = average(None)
-    avg_delta, avg_pct = avg_change(exact_total, avg)
-    total_row = {
-        "name": "Total", "cost": str(exact_total), "cost_printed": str(total_cost),
-        "share": "100.0" if total_cost else None, "prev_printed": str(printed_prev["total"]) if printed_prev else None,
-        "delta": delta, "delta_pct": delta_pct, "avg": None if avg is None else str(money.micro(avg)),
-        "avg_delta": avg_delta, "avg_delta_pct": avg_pct,
-        "gpu_hours": cur.capacity["capacity_gpu_hours"] if fleet else cur.totals["allocated_gpu_hours"],
-        "gpu_hours_printed": str(printed["total_hours"]),
-        "idle_pct": _s(pct(cur.totals["idle_gpu_hours"], cur.totals["allocated_gpu_hours"])),
-    }
-
-    # Headline: capacity, charged, unallocated, idle inside allocations, and the reconciliation.
-    headline: dict[str, Any] = {
-        "charged": str(cur.totals["cost"]), "charged_printed": str(printed["charged"]),
-        "charged_gpu_hours": cur.totals["allocated_gpu_hours"],
-        "charged_gpu_hours_printed": str(printed["charged_hours"]),
-        "idle_cost": str(cur.totals["idle_cost"]), "idle_cost_printed": str(money.cents(cur.totals["idle_cost"])),
-        "idle_share_of_charged": _s(pct(cur.totals["idle_cost"], cur.totals["cost"])),
-        "idle_gpu_hours": cur.totals["idle_gpu_hours"], "working_gpu_hours": cur.totals["working_gpu_hours"],
-        "unmeasured_gpu_hours": cur.totals["unmeasured_gpu_hours"],
-        "unpriced_gpu_hours": cur.totals["unpriced_gpu_hours"],
-        "attribution_coverage": cur.coverage,
-    }
-    if fleet:
-        cap = cur.capacity
-        exact_diff = cap["capacity_cost"] - (cur.totals["cost"] + cap["unallocated_cost"])
-        headline.update({
-            "capacity_cost": str(cap["capacity_cost"]), "capacity_cost_printed": str(printed["total"]),
-            "capacity_gpu_hours": cap["capacity_gpu_hours"], "capacity_gpu_hours_printed": str(printed["total_hours"]),
-            "charged_share": _s(pct(printed["charged"], printed["total"])),
-            "unallocated_cost": str(cap["unallocated_cost"]), "unallocated_printed": str(printed["unallocated"]),
-            "unallocated_share": _s(pct(printed["unallocated"], printed["total"])),
-            "unallocated_gpu_hours": cap["unallocated_gpu_hours"],
-            "unallocated_gpu_hours_printed": str(printed["unallocated_hours"]),
-            "unavailable_gpu_hours": cap["unavailable_gpu_hours"],
-            "capacity_unpriced_gpu_hours": cap["unpriced_gpu_hours"],
-            "reconciles": exact_diff == 0, "reconciliation_diff": str(money.cents(exact_diff)),
-        })
-
-    # Infra loss (docs/findings.md): what each team was charged for GPUs while they were unhealthy, a column next
-    # to its charge and a headline line; credited back (a net line) only with GPUFINOPS_INFRA_LOSS_CREDIT. The
-    # ledger's figures above never change. Printed per team to the cent, adding up to the printed total.
-    loss = infra_loss_by_team(start=period.start, end=period.end, visible_teams=visible)
-    loss_teams = [r for r in rows if r["kind"] == "team"]
-    loss_exact = [loss[r["name"]].cost if r["name"] in loss else money.ZERO for r in loss_teams]
-    loss_total = sum((v.cost for v in loss.values()), money.ZERO)
-    loss_printed = money.apportion(loss_exact, loss_total) if loss_teams else []
-    for r, exact, printed_loss in zip(loss_teams, loss_exact, loss_printed, strict=True):
-        r["infra_loss_cost"], r["infra_loss_printed"] = str(exact), str(printed_loss)
-        r["infra_loss_gpu_hours"] = loss[r["name"]].gpu_hours if r["name"] in loss else 0.0
-    for r in rows:
-        r.setdefault("infra_loss_cost", None)
-        r.setdefault("infra_loss_printed", None)
-        r.setdefault("infra_loss_gpu_hours", None)
-    credited = settings.GPUFINOPS_INFRA_LOSS_CREDIT
-    loss_total_printed = money.cents(loss_total)
-    total_row["infra_loss_printed"] = str(loss_total_printed)
-    headline.update({
-        "infra_loss": str(loss_total), "infra_loss_printed": str(loss_total_printed),
-        "infra_loss_gpu_hours": round(math.fsum(v.gpu_hours for v in loss.values()), 6),
-        "infra_loss_credited": credited,
-        "net_charged_printed": str(money.cents(printed["charged"]) - loss_total_printed) if credited else None,
-    })
-
-    movers = sorted((r for r in rows if r["kind"] == "team" and r["delta"] not in (None, "0.00")),
-                    key=lambda r: (-abs(Decimal(r["delta"])), r["name"]))[:MOVERS]
-    idle_kind, idle_rows = top_idle(start=period.start, end=period.end, visible_teams=visible, signal=signal)
-    idle = [{
-        "team": r["team"], "cluster": r["cluster"], "namespace": r["namespace"], "name": r["name"],
-        "idle_cost": str(r["idle_cost"]), "idle_cost_printed": str(money.cents(r["idle_cost"])),
-        "idle_gpu_hours": r["idle_gpu_hours"], "idle_gpu_hours_printed": str(round_to(r["idle_gpu_hours"], TENTH)),
-        "idle_pct": _s(pct(r["idle_gpu_hours"], r["allocated_gpu_hours"])),
-        "unpriced_gpu_hours": r["unpriced_gpu_hours"],
-        "unpriced_only": bool(r["unpriced_gpu_hours"] and not money.cents(r["idle_cost"])),
-    } for r in idle_rows]
-
-    csv_data = usage_csv(usage_report(start=period.start, end=period.end, group_by=CSV_GROUPS, signal=signal,
-                                      visible_teams=visible).as_dict())
-    focus_data = focus.focus_csv(start=period.start, end=period.end, scope=focus.FocusScope(scope.teams),
-                                 granularity="day", signal=signal)
-    figures: dict[str, Any] = {
+def content_figures(period: Period, scope: Scope, signal: str, g: Gathered) -> dict[str, Any]:
+    """The figures of a report (pure over what `gather` read): printed per team, changes, movers, idle workloads,
+    infra loss, as the JSON the edition stores."""
+    cur, fleet = g.current, g.fleet
+    teams = statement.team_order(cur, g.previous)
+    printed = cur.printed_rows(teams, fleet=fleet)
+    printed_prev = g.previous.printed_rows(teams, fleet=fleet) if g.previous else None
+    rows = statement.team_rows(teams, cur, printed, printed_prev, g.history)
+    if fleet and cur.capacity is not None:
+        rows.append(statement.unallocated_row(cur.capacity, printed, printed_prev, g.history))
+    total = statement.total_row(cur, printed, printed_prev, g.history, fleet)
+    loss = statement.infra_loss(teams, g.infra_loss)
+    return {
         "period": period.label, "kind": period.kind, "start": period.start.isoformat(), "end": period.end.isoformat(),
         "billing_month": period.billing_month(),
         "scope": {"key": scope.key, "teams": None if scope.teams is None else sorted(scope.teams),
                   "label": scope.label, "fleet": fleet},
         "signal": signal, "signal_metric": DEFAULT_METRICS.get(signal, signal), "currency": "USD",
-        "coverage": state.as_dict(),
-        "totals": {k: str(v) if isinstance(v, Decimal) else v for k, v in cur.totals.items()},
-        "capacity": None if not fleet else {k: str(v) if isinstance(v, Decimal) else v
-                                            for k, v in cur.capacity.items()},
-        "headline": headline,
-        "rows": rows, "total_row": total_row,
-        "previous": {"period": previous.label, "available": prev is not None},
-        "average": {"periods": [p.label for p in history], "count": len(history),
+        "coverage": g.state.as_dict(),
+        "totals": statement.figures_json(cur.totals),
+        "capacity": statement.figures_json(cur.capacity) if fleet and cur.capacity is not None else None,
+        "headline": statement.headline_json(cur, printed, loss, fleet=fleet, credited=g.credited),
+        "rows": [statement.row_json(r, loss.by_team.get(r.name) if r.kind == "team" else None) for r in rows],
+        "total_row": statement.total_json(total, loss),
+        "previous": {"period": g.previous_period.label, "available": g.previous is not None},
+        "average": {"periods": [p.label for p in g.history_periods], "count": len(g.history_periods),
                     "of": len(comparison_periods(period))},
-        "movers": [{"name": r["name"], "delta": r["delta"], "delta_pct": r["delta_pct"],
-                    "cost_printed": r["cost_printed"], "prev_printed": r["prev_printed"]} for r in movers],
-        "top_idle": {"kind": idle_kind, "rows": idle},
-        "files": {"csv_sha256": hashlib.sha256(csv_data).hexdigest(),
-                  "focus_sha256": hashlib.sha256(focus_data).hexdigest(),
-                  "csv_bytes": len(csv_data), "focus_bytes": len(focus_data)},
+        "movers": statement.movers_json(statement.movers(rows)),
+        "top_idle": {"kind": g.idle_kind, "rows": statement.idle_json(g.idle)},
+        "files": {"csv_sha256": hashlib.sha256(g.csv).hexdigest(), "focus_sha256": hashlib.sha256(g.focus).hexdigest(),
+                  "csv_bytes": len(g.csv), "focus_bytes": len(g.focus)},
     }
+
+
+def content_digest(figures: dict[str, Any], credited: bool) -> str:
+    """What a restatement is detected by: the exact figures and the files (not the printed ones, nor the
+    comparisons, which change with other periods)."""
     own = {"totals": figures["totals"], "capacity": figures["capacity"], "coverage": figures["coverage"],
            "rows": [{k: r[k] for k in ("name", "cost", "gpu_hours", "idle_gpu_hours", "idle_cost",
-                                        "unpriced_gpu_hours")} for r in rows], "files": figures["files"]}
+                                        "unpriced_gpu_hours")} for r in figures["rows"]], "files": figures["files"]}
     if credited:  # credited infra loss changes what teams pay: a change of it restates the period
-        own["infra_loss"] = {r["name"]: r["infra_loss_cost"] for r in rows}
-    digest = hashlib.sha256(json.dumps(own, sort_keys=True).encode()).hexdigest()
-    return Content(figures=figures, csv=csv_data, focus=focus_data, content_sha256=digest)
+        own["infra_loss"] = {r["name"]: r["infra_loss_cost"] for r in figures["rows"]}
+    return hashlib.sha256(json.dumps(own, sort_keys=True).encode()).hexdigest()
 
 
 def restatement(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

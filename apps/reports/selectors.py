@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
 
 from django.db.models import F, Q, QuerySet, Sum
 
@@ -23,35 +24,45 @@ def workloads_available() -> bool:
     return "workload" in GROUP_KEYS
 
 
+@dataclass(frozen=True)
+class IdleItem:
+    """A workload (or pod) of a period: what it held, what of it sat idle, and their cost (exact decimals)."""
+
+    team: str
+    cluster: str
+    namespace: str
+    name: str
+    allocated_gpu_hours: float
+    idle_gpu_hours: float
+    cost: Decimal
+    idle_cost: Decimal
+    unpriced_gpu_hours: float
+
+
 def top_idle(
     *, start: datetime, end: datetime, visible_teams: set[str] | None, signal: str, limit: int = TOP
-) -> tuple[str, list[dict[str, Any]]]:
-    """The workloads (or, without workloads in the ledger, pods) with the largest idle cost in `[start, end)`.
-
-    Returns ("workload" | "pod", rows); each row has team, cluster, namespace, name, allocated and idle GPU-hours,
-    cost and idle cost (exact decimals), largest idle cost first.
-    """
+) -> tuple[str, list[IdleItem]]:
+    """The workloads (or, without workloads in the ledger, pods) with the largest idle cost in `[start, end)`:
+    ("workload" | "pod", items), largest idle cost first."""
     if workloads_available():
         report = usage_report(start=start, end=end, group_by=["team", "cluster", "workload"], signal=signal,
                               visible_teams=visible_teams)
         rows = [
-            {"team": r["team"], "cluster": r["cluster"], "namespace": r.get("namespace", ""),
-             "name": r["workload"] or "(workload not recorded)", "allocated_gpu_hours": r["allocated_gpu_hours"],
-             "idle_gpu_hours": r["idle_gpu_hours"], "cost": r["cost"], "idle_cost": r["idle_cost"],
-             "unpriced_gpu_hours": r["unpriced_gpu_hours"]}
+            IdleItem(r.group["team"], r.group["cluster"], r.group.get("namespace", ""),
+                     r.group["workload"] or "(workload not recorded)", r.figures.allocated_gpu_hours,
+                     r.figures.idle_gpu_hours, r.figures.cost, r.figures.idle_cost, r.figures.unpriced_gpu_hours)
             for r in report.results
         ]
         kind = "workload"
     else:
         rows = _idle_pods(start=start, end=end, visible_teams=visible_teams, signal=signal)
         kind = "pod"
-    rows = [r for r in rows if r["idle_gpu_hours"] > 0]
-    rows.sort(key=lambda r: (-r["idle_cost"], -r["idle_gpu_hours"], r["team"], r["cluster"], r["namespace"],
-                             r["name"]))
+    rows = [r for r in rows if r.idle_gpu_hours > 0]
+    rows.sort(key=lambda r: (-r.idle_cost, -r.idle_gpu_hours, r.team, r.cluster, r.namespace, r.name))
     return kind, rows[:limit]
 
 
-def _idle_pods(*, start: datetime, end: datetime, visible_teams: set[str] | None, signal: str) -> list[dict]:
+def _idle_pods(*, start: datetime, end: datetime, visible_teams: set[str] | None, signal: str) -> list[IdleItem]:
     """Idle GPU-hours and idle cost per pod (PodHour: the only ledger rows that name pods)."""
     qs: QuerySet = PodHour.objects.filter(hour__gte=start, hour__lt=end)
     if visible_teams is not None:
@@ -64,10 +75,9 @@ def _idle_pods(*, start: datetime, end: datetime, visible_teams: set[str] | None
         .order_by(F("_idle_cost").desc(nulls_last=True), "team", "namespace", "pod")[:200]
     )
     return [
-        {"team": r["team"], "cluster": names.get(r["cluster_id"], str(r["cluster_id"])), "namespace": r["namespace"],
-         "name": r["pod"], "allocated_gpu_hours": r["_allocated"] or 0.0, "idle_gpu_hours": r["_idle"] or 0.0,
-         "cost": money.micro(r["_cost"]), "idle_cost": money.micro(r["_idle_cost"]),
-         "unpriced_gpu_hours": r["_unpriced"] or 0.0}
+        IdleItem(r["team"], names.get(r["cluster_id"], str(r["cluster_id"])), r["namespace"], r["pod"],
+                 r["_allocated"] or 0.0, r["_idle"] or 0.0, money.micro(r["_cost"]), money.micro(r["_idle_cost"]),
+                 r["_unpriced"] or 0.0)
         for r in rows
     ]
 

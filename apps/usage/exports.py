@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apps.common.csvfile import csv_bytes
-from apps.usage.selectors import USAGE_FIELDS
+from apps.usage.figures import USAGE_FIELDS
 
 
 def usage_csv(report: Mapping[str, Any]) -> bytes:

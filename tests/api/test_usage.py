@@ -121,8 +121,22 @@ def test_it_reads_day_rollups_for_whole_days_and_hour_rollups_otherwise(ledger):
     by_hour = usage_report(start=start, end=end, group_by=["team", "hour"], visible_teams=None)
     partial = usage_report(start=start, end=start.replace(hour=1), group_by=["team"], visible_teams=None)
     assert (by_day.source, by_hour.source, partial.source) == ("day", "hour", "hour")
-    assert by_day.totals == by_hour.totals == TOTALS
-    assert partial.totals == {name: value / 2 for name, value in TOTALS.items()}
+    assert by_day.totals.as_dict() == by_hour.totals.as_dict() == TOTALS
+    assert partial.totals.as_dict() == {name: value / 2 for name, value in TOTALS.items()}
+
+
+def test_without_group_keys_it_answers_one_row_of_the_sums(ledger):
+    """What the pages ask for their totals (group_by=[]): one row, the totals, whichever rollup answers; no row
+    where nothing matched."""
+    start, end = datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 11, 24, tzinfo=UTC)
+    for stop in (end, start.replace(hour=1)):  # the day rollup, the hour rollup
+        report = usage_report(start=start, end=stop, group_by=[], visible_teams=None)
+        [row] = report.results
+        assert row.group == {} and row.figures == report.totals and row.coverage == report.coverage
+    expected = {name: value / 2 for name, value in TOTALS.items()}
+    assert usage_report(start=start, end=start.replace(hour=1), group_by=[], visible_teams=None).totals.as_dict() == (
+        expected)
+    assert usage_report(start=start, end=end, group_by=[], visible_teams={"nobody"}).results == []
 
 
 def test_it_selects_the_activity_signal(clients):

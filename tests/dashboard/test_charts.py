@@ -47,10 +47,10 @@ def test_it_puts_the_first_label_on_top_and_escapes_tenant_names():
 
 
 def test_it_computes_busy_share_over_measured_hours_only():
-    from apps.usage.selectors import busy_share
+    from apps.usage.figures import UsageFigures
 
-    assert busy_share(row(working_gpu_hours=3, idle_gpu_hours=1, unmeasured_gpu_hours=100)) == 0.75
-    assert busy_share(row(unmeasured_gpu_hours=5)) is None
+    assert UsageFigures(working_gpu_hours=3, idle_gpu_hours=1, unmeasured_gpu_hours=100).activity == 0.75
+    assert UsageFigures(unmeasured_gpu_hours=5).activity is None
 
 
 def test_numbers_have_separators_units_and_never_show_unmeasured_as_zero():

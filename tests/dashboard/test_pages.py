@@ -319,12 +319,12 @@ def test_per_workload_and_per_pod_totals_equal_the_team_totals_on_the_demo(as_us
 def test_a_scope_with_more_workloads_than_one_answer_holds_is_explained_not_a_500(as_user, monkeypatch):
     """A fleet's week of short jobs can exceed GPUFINOPS_API_MAX_ROWS (20,000 rows): per workload without node
     groups first, then a message asking to narrow the scope; the rest of the overview still renders."""
-    from apps.dashboard import selectors
+    from apps.dashboard.selectors import workloads
     from apps.usage.selectors import TooLarge
 
     fin = as_user("fin")
     full = fin.get("/workloads/?days=30").context["count"]
-    real = selectors.report
+    real = workloads.report
     refused = []
 
     def bounded(scope, group_by, **kwargs):  # what usage_report answers past the cap, for the chosen groupings
@@ -333,7 +333,7 @@ def test_a_scope_with_more_workloads_than_one_answer_holds_is_explained_not_a_50
             raise TooLarge("group_by", "More than 20000 rows")
         return real(scope, group_by, **kwargs)
 
-    monkeypatch.setattr(selectors, "report", bounded)
+    monkeypatch.setattr(workloads, "report", bounded)
     limit = 3  # the detailed rows are refused, one row per workload is not
     page = fin.get("/workloads/?days=30")
     assert page.status_code == 200 and page.context["count"] == full and refused
@@ -344,3 +344,24 @@ def test_a_scope_with_more_workloads_than_one_answer_holds_is_explained_not_a_50
         assert page.status_code == 200, path
         assert "too many to list on one page" in html.unescape(page.content.decode()), path
     assert "Idle in allocations" in fin.get("/?days=30").content.decode()
+
+
+def test_a_range_not_on_midnight_compares_with_the_previous_ranges_totals(as_user, demo_db):
+    """Hour-level ranges read one usage answer per earlier window: the previous window's figures are its totals
+    (not one of its ledger rows), for the tiles' changes."""
+    from datetime import timedelta
+
+    from apps.usage import money
+    from apps.usage.selectors import usage_report
+
+    end = demo_db.end
+    start = end - timedelta(hours=6)
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    page = as_user("fin").get(f"/?start={start:{stamp}}&end={end:{stamp}}")
+    assert page.status_code == 200 and not page.context["window"].whole_days
+    before = usage_report(start=start - timedelta(hours=6), end=start, group_by=["team"], visible_teams=None).totals
+    assert before.cost > 0
+    tiles = {t["label"]: t for t in page.context["tiles"]}
+    assert tiles["GPU cost (USD)"]["change"]["previous"] == money.cents(before.cost)
+    shown = tiles["Allocated GPU-hours"]["change"]["previous"]
+    assert abs(shown - Decimal(repr(before.allocated_gpu_hours))) <= Decimal("0.05")

@@ -23,7 +23,7 @@ TILE_FIELDS = {
     "Idle in allocations (GPU-hours)": ("idle_gpu_hours", "gpuh"),
     "Unmeasured GPU-hours": ("unmeasured_gpu_hours", "gpuh"),
 }
-# Columns of the workloads table (apps/dashboard/selectors.py WORKLOAD_COLUMNS) and of the pods table.
+# Columns of the workloads table (apps/dashboard/selectors/workloads.py WORKLOAD_COLUMNS) and of the pods table.
 WORKLOAD_NUMBERS = {6: ("allocated_gpu_hours", "gpuh"), 7: ("working_gpu_hours", "gpuh"),
                     8: ("idle_gpu_hours", "gpuh"), 9: ("unmeasured_gpu_hours", "gpuh"), 11: ("cost", "usd"),
                     12: ("idle_cost", "usd")}

@@ -21,6 +21,7 @@ RULES_MODULES = {
     "apps.inventory.workloads",
     "apps.usage.ledger",
     "apps.usage.money",
+    "apps.usage.figures",
     "apps.findings.rules",
 }
 

@@ -36,17 +36,17 @@ def body(response) -> bytes:
 
 def test_billed_cost_sums_to_the_fleet_capacity_cost_and_each_team_to_its_cost(week):
     capacity = capacity_totals(start=START, end=END)
-    teams = {r["team"]: r for r in usage_report(start=START, end=END, group_by=["team"], visible_teams=None).results}
+    teams = usage_report(start=START, end=END, group_by=["team"], visible_teams=None).figures_by("team")
     for granularity in ("day", "hour"):
         rows = csv_rows(focus.focus_csv(start=START, end=END, granularity=granularity))
-        assert sum(Decimal(r["BilledCost"]) for r in rows) == capacity["capacity_cost"]
+        assert sum(Decimal(r["BilledCost"]) for r in rows) == capacity.capacity_cost
         for team, figures in teams.items():
-            assert sum(Decimal(r["BilledCost"]) for r in rows if r["SubAccountId"] == team) == figures["cost"]
+            assert sum(Decimal(r["BilledCost"]) for r in rows if r["SubAccountId"] == team) == figures.cost
         unallocated = [r for r in rows if r["x_CostType"] == "unallocated"]
         assert {r["SubAccountId"] for r in unallocated} == {focus.UNALLOCATED_ACCOUNT}
-        assert sum(Decimal(r["BilledCost"]) for r in unallocated) == capacity["unallocated_cost"]
+        assert sum(Decimal(r["BilledCost"]) for r in unallocated) == capacity.unallocated_cost
         # Quantities: allocated + unallocated GPU-hours = capacity GPU-hours.
-        assert math.isclose(sum(float(r["ConsumedQuantity"]) for r in rows), capacity["capacity_gpu_hours"],
+        assert math.isclose(sum(float(r["ConsumedQuantity"]) for r in rows), capacity.capacity_gpu_hours,
                             rel_tol=1e-9)
         for r in rows:
             assert r["BilledCost"] == r["EffectiveCost"] == r["ContractedCost"] == r["ListCost"]

@@ -35,13 +35,13 @@ def test_it_answers_from_the_cache_until_a_bucket_is_rewritten(settings):
     settings.GPUFINOPS_API_CACHE_SECONDS = 300
     cluster = Cluster.objects.create(name="c1")
     write(cluster, 2)
-    assert report().totals["allocated_gpu_hours"] == pytest.approx(2.0)
+    assert report().totals.allocated_gpu_hours == pytest.approx(2.0)
     with CaptureQueriesContext(connection) as queries:
         again = report()
-    assert again.totals["allocated_gpu_hours"] == pytest.approx(2.0)
+    assert again.totals.allocated_gpu_hours == pytest.approx(2.0)
     assert len(queries.captured_queries) == 1  # only the ledger version
     write(cluster, 5)
-    assert report().totals["allocated_gpu_hours"] == pytest.approx(5.0)
+    assert report().totals.allocated_gpu_hours == pytest.approx(5.0)
 
 
 @pytest.mark.django_db
@@ -51,6 +51,6 @@ def test_it_never_shares_an_answer_across_visibility(settings):
     end = datetime(2026, 11, 23, 11, tzinfo=UTC)
     everyone = usage_report(start=H, end=end, group_by=["team"], visible_teams=None)
     nobody = usage_report(start=H, end=end, group_by=["team"], visible_teams={"other"})
-    assert everyone.totals["allocated_gpu_hours"] == pytest.approx(3.0)
-    assert nobody.totals["allocated_gpu_hours"] == 0
+    assert everyone.totals.allocated_gpu_hours == pytest.approx(3.0)
+    assert nobody.totals.allocated_gpu_hours == 0
     assert nobody.results == []

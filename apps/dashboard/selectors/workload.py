@@ -1,0 +1,141 @@
+"""View 3, one workload: its pods, the GPUs they held, activity under every signal, cost and idle cost over time."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import timedelta
+from typing import Any
+
+from apps.common.timeutils import HOUR
+from apps.dashboard import charts
+from apps.dashboard.scope import SIGNAL_NAMES, Scope
+from apps.dashboard.selectors.history import History, change_vs_history, history
+from apps.dashboard.selectors.overview import COST_COLUMNS, HOURS_COLUMNS
+from apps.dashboard.selectors.shared import NOTE, bucket_label, bucket_rows, figures_row, report, tile
+from apps.dashboard.tables import Block, Column
+from apps.usage.activity import SIGNALS
+from apps.usage.figures import Unit, UsageFigures
+from apps.usage.selectors import PodUsage, Seen, workload_pods, workload_seen
+
+POD_COLUMNS = [
+    Column("pod", "Pod", "text", ""), Column("node", "Node"), Column("node_group", "Node group", "text", "node-group"),
+    Column("gpu_model", "GPU model"), Column("resources", "Request"),
+    Column("gpus", "GPUs held", "gpus", "allocated"), Column("queue", "Queue", "text", "queue"),
+    Column("first_hour", "From (UTC)", "datetime"), Column("until", "Until (UTC)", "datetime"),
+    Column("allocated_gpu_hours", "Allocated (GPU-h)", "gpuh", "allocated"),
+    Column("working_gpu_hours", "Working (GPU-h)", "gpuh", "working"),
+    Column("idle_gpu_hours", "Idle in allocations (GPU-h)", "gpuh", "idle-in-allocations"),
+    Column("unmeasured_gpu_hours", "Unmeasured (GPU-h)", "gpuh", "unmeasured"),
+    Column("activity", "Activity", "activity", "activity"),
+    Column("cost", "Cost (USD)", "usd", "cost"), Column("idle_cost", "Idle cost (USD)", "usd", "idle-cost"),
+]
+WORKLOAD_HOURLY_DAYS = 8
+SIGNAL_COLUMNS = [Column(f"activity_{s}", f"{charts.SIGNAL_STYLES[s]['name']}", "activity", "signals")
+                  for s in SIGNALS]
+
+
+def pod_row(p: PodUsage) -> dict[str, Any]:
+    """A pod as its table row: where it ran, its queue (LocalQueue → ClusterQueue), until the end of its last hour."""
+    facts = {k: v for k, v in asdict(p).items() if k != "figures"}
+    return figures_row(p.figures, **facts, queue=" → ".join(v for v in (p.local_queue, p.cluster_queue) if v),
+                       until=p.last_hour + HOUR)
+
+
+def _activity_rows(per_signal: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per bucket with the activity under every signal (a gap where a signal measured nothing)."""
+    activity: dict[str, dict[str, Any]] = {}
+    for s, rows in per_signal.items():
+        for r in rows:
+            activity.setdefault(r["t"], {"t": r["t"]})[f"activity_{s}"] = r["activity"]
+    return [activity[t] for t in sorted(activity)]
+
+
+def _tiles(scope: Scope, totals: UsageFigures, hist: History, pods: int) -> list[dict[str, Any]]:
+    def ch(field: str, kind: Unit) -> dict[str, Any]:
+        return change_vs_history(getattr(totals, field), hist, hist.series((), field), kind)
+
+    return [
+        tile("GPU cost (USD)", totals.cost, "usd", "cost", delta=ch("cost", "usd")),
+        tile("Idle in allocations (USD)", totals.idle_cost, "usd", "idle-cost", delta=ch("idle_cost", "usd")),
+        tile("Allocated GPU-hours", totals.allocated_gpu_hours, "gpuh", "allocated",
+             delta=ch("allocated_gpu_hours", "gpuh")),
+        tile("Working GPU-hours", totals.working_gpu_hours, "gpuh", "working"),
+        tile("Idle in allocations (GPU-hours)", totals.idle_gpu_hours, "gpuh", "idle-in-allocations"),
+        tile("Unmeasured GPU-hours", totals.unmeasured_gpu_hours, "gpuh", "unmeasured"),
+        tile(f"Activity ({charts.SIGNAL_STYLES[scope.signal]['name']})", totals.activity, "activity", "activity"),
+        tile("Pods", pods, "int", ""),
+    ]
+
+
+def _over_time(scope: Scope, name: str, totals: dict[str, Any], per_signal: dict[str, list[dict[str, Any]]],
+               bucket: str) -> list[Block]:
+    """Activity per signal, cost and GPU-hours per bucket."""
+    series = per_signal[scope.signal]
+    if not series:
+        return []
+    activity_rows = _activity_rows(per_signal)
+    measured = [r["activity"] for r in series if r["activity"] is not None]
+    verdict = (f"{name} was busy {totals['activity'] * 100:.1f} % of its measured GPU-hours"
+               if totals["activity"] is not None else f"{name}'s activity was not measured")
+    when = Column("t", bucket_label(scope.window, bucket))
+    return [
+        Block("activity", verdict, [when, *SIGNAL_COLUMNS], activity_rows,
+              figure=charts.signal_lines("activity", [r["t"] for r in activity_rows],
+                                         {s: [r.get(f"activity_{s}") for r in activity_rows] for s in SIGNALS}),
+              term="signals", aria="Activity per signal over time, percent",
+              note="Activity = working / (working + idle) GPU-hours of the bucket under each DCGM signal; gaps are "
+                   f"buckets without any measurement. {len(measured)} of {len(series)} buckets measured."),
+        Block("cost", f"${totals['idle_cost']:,.2f} of ${totals['cost']:,.2f} was idle in allocations",
+              [when, *COST_COLUMNS], series, figure=charts.cost_split("cost", series),
+              totals={**totals, "t": "Total"}, term="idle-cost", aria="Cost per bucket: working versus idle, USD",
+              note=NOTE.format(signal=SIGNAL_NAMES[scope.signal])),
+        Block("hours", f"{totals['allocated_gpu_hours']:,.1f} GPU-hours held", [when, *HOURS_COLUMNS], series,
+              figure=charts.hours_split("hours", series), totals={**totals, "t": "Total"}, term="gpu-hour",
+              aria="GPU-hours held per bucket: working, idle in allocations, unmeasured",
+              note=f"GPU-hours per {bucket} / hours in the {bucket} = GPUs held on average."),
+    ]
+
+
+def _facts(cluster: str, namespace: str, workload: str, teams: list[str], pods: list[PodUsage],
+           seen: Seen) -> dict[str, Any]:
+    """What is the same for the whole workload, shown above the page."""
+    return {"team": ", ".join(teams), "cluster": cluster, "namespace": namespace,
+            "workload": workload or "(not recorded)", "kind": workload.split("/", 1)[0] if "/" in workload else "",
+            "node_groups": ", ".join(sorted({p.node_group for p in pods})),
+            "gpu_models": ", ".join(sorted({p.gpu_model for p in pods})),
+            "queues": sorted({(p.local_queue, p.cluster_queue) for p in pods if p.cluster_queue or p.local_queue}),
+            "first_seen": seen.first, "last_seen": seen.last + HOUR if seen.last else None}
+
+
+def workload_page(scope: Scope, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
+    """View 3: one workload's pods, GPUs held, activity under each signal, cost and idle cost over time. None when
+    the caller may see no hour of it (the page then answers 404, never "it exists but is not yours")."""
+    seen = workload_seen(visible_teams=scope.visible_teams, cluster=cluster, namespace=namespace, workload=workload)
+    if seen.first is None:
+        return None
+    w = scope.window
+    filters = {**scope.usage_filters, "cluster": [cluster], "namespace": [namespace], "workload": [workload]}
+    total = report(scope, ["team"], filters=filters)
+    totals = figures_row(total.totals)
+    hist = history(scope, filters=filters)
+    # One workload's hours are cheap to read (the ledger's workload index): hourly up to WORKLOAD_HOURLY_DAYS.
+    bucket = "hour" if w.length <= timedelta(days=WORKLOAD_HOURLY_DAYS) else w.bucket
+    per_signal = {s: bucket_rows(scope, signal=s, filters=filters, bucket=bucket) for s in SIGNALS}
+    pods = workload_pods(start=w.start, end=w.end, visible_teams=scope.visible_teams, cluster=cluster,
+                         namespace=namespace, workload=workload, signal=scope.signal)
+    rows = [pod_row(p) for p in pods]
+    # Columns that say the same for every pod are in the facts above the page, not repeated per row.
+    same = {k for k in ("node_group", "gpu_model", "queue") if len({r[k] for r in rows}) <= 1}
+    if not any(p.figures.unmeasured_gpu_hours for p in pods):
+        same.add("unmeasured_gpu_hours")
+    name = workload or "(not recorded)"
+    blocks = _over_time(scope, name, totals, per_signal, bucket)
+    blocks.append(Block(
+        "pods", f"{len(pods):,} pods", [c for c in POD_COLUMNS if c.key not in same], rows,
+        totals=figures_row(UsageFigures.fold(p.figures for p in pods), pod="Total"), open=True, term="workload",
+        empty=f"No pod of {name} held GPUs in {w.caption()}."))
+    teams = sorted({r.group["team"] for r in total.results}) or sorted({p.team for p in pods})
+    return {"totals": totals, "tiles": _tiles(scope, total.totals, hist, len(pods)), "blocks": blocks,
+            "facts": _facts(cluster, namespace, workload, teams, pods, seen), "report": total, "pods": rows,
+            "own_scope": scope.with_filters(cluster=(cluster,), namespace=(namespace,)), "history": hist,
+            "chart_bucket": bucket}
