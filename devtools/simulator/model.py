@@ -496,6 +496,10 @@ class Scenario:
         # them and document the conventions. A scenario without them serves no resource.k8s.io group at all.
         self.dra_versions: tuple[str, ...] = ()  # resource.k8s.io versions the API server serves, highest first
         self.dra_attribution = True  # dcgm-exporter labels a DRA device's series with its consumers (DRA on)
+        # How the cluster's exporters are set up (the demo's variants, ``scenarios.DEMO_VARIANTS``):
+        self.exporter_node_name = True  # dcgm-exporter gets NODE_NAME: Hostname = node (else its own pod's name)
+        self.stock_counters = False  # dcgm-exporter's stock list: no DCGM_FI_PROF_SM_ACTIVE (exposition.STOCK_OFF)
+        self.ksm_labels: tuple[str, ...] | None = None  # kube-state-metrics' label allowlist (None: all labels)
         self.dra_devices: dict[str, list] = {}  # node -> [dra.Device] its gpu.nvidia.com pool publishes
         self.dra_other_slices: list = []  # [dra.OtherSlice]: other drivers' devices (not GPUs)
         self.templates: list = []  # [dra.Template]: ResourceClaimTemplates

@@ -295,6 +295,18 @@ class _FindingQueries:
             out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
         return out
 
+    def pod_nodes(self, start: datetime, end: datetime, pods: Collection[str]) -> dict[str, str]:
+        if not pods:
+            return {}
+        rng, at = window(start, end)
+        names = f'{{pod=~"{_regex(pods)}"}}' if len(pods) <= MAX_REGEX_NAMES else ""
+        out: dict[str, str] = {}
+        for r in self.query(f"max by (pod, node) (max_over_time(kube_pod_info{names}[{rng}]))", at):
+            pod, node = r["metric"].get("pod", ""), r["metric"].get("node", "")
+            if pod in pods and node:
+                out.setdefault(pod, node)
+        return out
+
     def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
         rng, at = window(start, end)
         signal = default_signal()
