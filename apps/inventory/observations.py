@@ -183,7 +183,7 @@ class ClusterSnapshot:
     kueue_error: str = ""
     # (namespace, kind, name) -> (kind, name) of that ReplicaSet's or Job's controller, to climb owner chains.
     owners: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
-    owners_error: str = ""  # why ReplicaSets/Jobs could not be listed (workloads then stop at them)
+    owners_error: str = ""  # why ReplicaSets/Jobs/StatefulSets could not be listed (workloads then stop at them)
 
     def workload_of(self, pod: PodInfo) -> str:
         """The pod's workload, `Kind/name` (apps/inventory/workloads.py)."""

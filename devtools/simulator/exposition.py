@@ -430,7 +430,10 @@ def ksm_pod_rows(sc: Scenario, p: Pod, t: float):
 
 
 def ksm_controller_rows(c: Controller):
-    """``kube_replicaset_owner`` / ``kube_job_owner`` of a visible ReplicaSet or Job (``<none>`` without owner)."""
+    """``kube_replicaset_owner`` / ``kube_job_owner`` of a visible ReplicaSet or Job (``<none>`` without owner).
+    kube-state-metrics has no owner series for StatefulSets: nothing for them."""
+    if c.kind == "StatefulSet":
+        return
     replicaset = c.kind == "ReplicaSet"
     metric, label = ("kube_replicaset_owner", "replicaset") if replicaset else ("kube_job_owner", "job_name")
     ok, oname = c.owner if c.owner else ("<none>", "<none>")

@@ -90,7 +90,9 @@ KUEUE_RESOURCES = [
 # Built-in groups beside core: the owners the collector lists (read-only), group -> (version, resources).
 BUILTIN_GROUPS = {
     "apps": ("v1", [{"name": "replicasets", "singularName": "replicaset", "namespaced": True, "kind": "ReplicaSet",
-                     "verbs": ["get", "list"], "shortNames": ["rs"], "categories": ["all"]}]),
+                     "verbs": ["get", "list"], "shortNames": ["rs"], "categories": ["all"]},
+                    {"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
+                     "kind": "StatefulSet", "verbs": ["get", "list"], "shortNames": ["sts"], "categories": ["all"]}]),
     "batch": ("v1", [{"name": "jobs", "singularName": "job", "namespaced": True, "kind": "Job",
                       "verbs": ["get", "list"], "categories": ["all"]}]),
 }
@@ -105,13 +107,14 @@ KIND_OF = {
     "pods": "Pod",
     "namespaces": "Namespace",
     "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
     "jobs": "Job",
     "clusterqueues": "ClusterQueue",
     "localqueues": "LocalQueue",
     "resourceflavors": "ResourceFlavor",
     "workloads": "Workload",
 }
-NAMESPACED = {"pods", "replicasets", "jobs", "localqueues", "workloads", *dra_objects.NAMESPACED}
+NAMESPACED = {"pods", "replicasets", "statefulsets", "jobs", "localqueues", "workloads", *dra_objects.NAMESPACED}
 
 
 class BadRequest(Exception):

@@ -333,14 +333,15 @@ class Pod:
 
 @dataclass
 class Controller:
-    """A ReplicaSet or a Job (the owners the collector lists), with its own controller or none.
+    """A ReplicaSet, a Job or a StatefulSet (the owners the collector lists), with its own controller or none
+    (a LeaderWorkerSet's worker StatefulSet: its leader pod, ``("Pod", name)``).
 
     Visible from ``created`` until ``deleted``: a ReplicaSet or Job exists from its first pod's creation until
     its last pod is gone (a Job is deleted with its pods, 3 h after it finished); a Job that Kueue keeps
     suspended (a quota-pending workload, no pods) exists while its Kueue workload does."""
 
     namespace: str
-    kind: str  # ReplicaSet | Job
+    kind: str  # ReplicaSet | Job | StatefulSet
     name: str
     uid: str
     owner: tuple | None = None  # (kind, name): Deployment, CronJob, JobSet, ...
@@ -773,7 +774,7 @@ class Scenario:
             p.deleted_running = deleted_running
         p.ip = f"10.244.{p.idx // 250 % 250}.{p.idx % 250 + 2}"
         self.pods.append(p)
-        if owner is not None and owner[0] in ("ReplicaSet", "Job"):
+        if owner is not None and owner[0] in ("ReplicaSet", "Job", "StatefulSet"):
             self.controller(namespace, owner[0], owner[1], owner_parent).pods.append(p.idx)
         if node is not None and start is not None:
             for u in units or []:

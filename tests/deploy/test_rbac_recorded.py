@@ -22,9 +22,11 @@ UNTOUCHED_BUT_GRANTED = {
                                            "nodeLabels (deploy-and-operate.md §1.4)",
 }
 # What a collection asks the Kubernetes API, at least: GPU nodes, pods and namespaces; the owners of pods
-# (ReplicaSet -> Deployment, Job -> CronJob or JobSet), which the simulator serves; Kueue's workloads.
+# (ReplicaSet -> Deployment, Job -> CronJob or JobSet, StatefulSet -> LeaderWorkerSet), which the simulator
+# serves; Kueue's workloads.
 EXPECTED_CALLS = {("list", "", "pods"), ("list", "", "nodes"), ("list", "", "namespaces"),
-                  ("list", "apps", "replicasets"), ("list", "batch", "jobs"), ("list", "kueue.x-k8s.io", "workloads")}
+                  ("list", "apps", "replicasets"), ("list", "apps", "statefulsets"), ("list", "batch", "jobs"),
+                  ("list", "kueue.x-k8s.io", "workloads")}
 
 
 @pytest.fixture
@@ -56,7 +58,7 @@ def test_cluster_role_grants_exactly_what_a_collection_used(recorded_world, rend
               else f"  {c.method} {c.path} -> {c.status}: non-resource URL")
     used = world.recorder.permissions
     assert used >= EXPECTED_CALLS
-    owners = [c for c in calls if c.resource in ("replicasets", "jobs")]
+    owners = [c for c in calls if c.resource in ("replicasets", "jobs", "statefulsets")]
     assert owners and all(c.status == 200 and c.verb == "list" and not c.namespace for c in owners)
     assert not [c for c in calls if not c.is_resource and not c.path.startswith(("/api", "/apis"))]
 
