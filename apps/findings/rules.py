@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, REPLICATED
 from apps.usage import money
+from apps.usage.activity import metrics_fix
 from apps.usage.ledger import BucketResult, NodeFact, SeriesFact
 from apps.usage.sources import DeviceActivity, DeviceHealth, VanishedDevice
 
@@ -520,8 +521,10 @@ def missing_signal(pods: Sequence[PodFigures], series: int, signals: Iterable[st
         c, u = priced(pod.unmeasured, pod.price)
         cost, unpriced = cost + c, unpriced + u
     reason = "no DCGM series" if not series else f"DCGM series without {metric}"
-    detail = {"signal": signal, "metric": metric, "reason": reason,
-              "fix": "dcp-metrics-included.csv" if series else "deploy dcgm-exporter with pod labels"}
+    detail: Detail = {"signal": signal, "metric": metric, "reason": reason,
+                      "fix": str(metrics_fix(metric)) if series else "deploy dcgm-exporter with pod labels"}
+    if series:
+        detail["line"] = metrics_fix(metric).line  # the metrics-list line to add (stock lists leave it out)
     charge = sum((priced(pod.allocated, pod.price)[0] for pod in pods), ZERO)
     return [HourFinding(
         kind=Kind.MISSING_SIGNAL, subject=signal, gpu_hours=gh(hours), cost=cost, unpriced_gpu_hours=unpriced,
