@@ -358,7 +358,11 @@ GPUFINOPS_NOTIFY_IDLE_HOURS = envint("GPUFINOPS_NOTIFY_IDLE_HOURS", 2)
 GPUFINOPS_NOTIFY_MAX_PER_HOUR = envint("GPUFINOPS_NOTIFY_MAX_PER_HOUR", 10)
 GPUFINOPS_NOTIFY_MAX_ATTEMPTS = envint("GPUFINOPS_NOTIFY_MAX_ATTEMPTS", 5)
 GPUFINOPS_NOTIFY_RECENT_HOURS = envint("GPUFINOPS_NOTIFY_RECENT_HOURS", 24)
+# Webhook POSTs (apps/common/outbound.py): connect and read timeouts, each at most 30 s; targets must resolve to
+# public addresses only (never loopback, private, link-local such as the metadata service 169.254.169.254), except
+# the host names listed here (exact names, e.g. an internal chat server); redirects are never followed.
 GPUFINOPS_WEBHOOK_TIMEOUT = envfloat("GPUFINOPS_WEBHOOK_TIMEOUT", 10.0)
+GPUFINOPS_WEBHOOK_ALLOWED_HOSTS = envlist("GPUFINOPS_WEBHOOK_ALLOWED_HOSTS", [])
 
 # ---- Self-monitoring (apps/monitoring, docs/operations.md) ----
 # GET /metrics is served to a bearer token, to clients inside these networks, and to signed-in staff.
