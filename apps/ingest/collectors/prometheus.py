@@ -385,6 +385,21 @@ class PrometheusSource(_FindingQueries):
             self.samples += len(result)
         return result
 
+    def status(self, name: str) -> dict[str, Any]:
+        """`/api/v1/status/<name>` (`buildinfo`, `flags`): the preflight's view of the server itself."""
+        try:
+            response = self.prom._session.get(f"{self.prom.url}/api/v1/status/{name}", headers=self.prom.headers,
+                                              timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT)
+            response.raise_for_status()
+            body = response.json()
+        except Exception as exc:  # connection, HTTP and JSON errors alike
+            said = scrub(str(exc), self.cluster.prometheus_endpoint)
+            raise PrometheusError(f"Prometheus status/{name} failed ({type(exc).__name__}): {said[:300]}") from None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise PrometheusError(f"malformed Prometheus answer for status/{name}")
+        return data
+
     def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]]]:
         """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at
         once: a bucket mostly waits on Prometheus, which answers several queries side by side. The first
