@@ -108,7 +108,7 @@ def test_an_exporter_without_node_name_is_named_with_its_fix(world):
     code, output = check_cluster(cluster, at)
     status, text = rows(output)["hostname semantics"]
     assert code == 1 and status == "FAIL", output
-    assert "nvidia-dcgm-exporter-" in text and "placed on a node through kube_pod_info" in text
+    assert "nvidia-dcgm-exporter-" in text and "placed on a node only through kube-state-metrics" in text
     assert "NODE_NAME" in text and "spec.nodeName" in text
     assert rows(output)["dcgm-exporter on every GPU node"][0] == "PASS"  # placed through the exporter pods
 

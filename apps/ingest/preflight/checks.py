@@ -253,10 +253,15 @@ def _hostname(f: Facts) -> Check:
         return Check(name, f"{len(f.hostnames)} Hostname values, each a node name (NODE_NAME set)", PASS)
     strays = sorted(f.hostnames_not_nodes)
     resolved = sum(1 for h in strays if h in f.hostnames_resolved)
+    # Held GPUs are matched by UUID whatever Hostname says; a GPU no pod holds (idle capacity, activity nobody
+    # pays for, a vanished GPU) is placed on its node only through kube-state-metrics' record of the exporter
+    # pod, lost with that history: a fail, so the exporter is fixed before it matters.
     return Check(name, f"{len(strays)} of {len(f.hostnames)} Hostname values are no node ({', '.join(strays[:3])}): "
-                       f"the exporter's own pod name; {resolved} placed on a node through kube_pod_info", FAIL,
+                       f"the exporter's own pod name; {resolved} placed on a node only through kube-state-metrics' "
+                       f"kube_pod_info of the exporter pod", FAIL,
                  "pass NODE_NAME to dcgm-exporter (env NODE_NAME from fieldRef spec.nodeName; charts since early "
-                 "2023, GPU Operator v23.9+): GPUs no pod holds can otherwise be put on no node")
+                 "2023, GPU Operator v23.9+): otherwise GPUs no pod holds are put on no node when that history "
+                 "is missing")
 
 
 def evaluate(f: Facts) -> list[Check]:

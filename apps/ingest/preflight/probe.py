@@ -13,6 +13,7 @@ from django.conf import settings
 from kubernetes import client
 
 from apps.ingest.collectors.kubernetes import _paged, api_client_for, read_snapshot
+from apps.ingest.collectors.limits import request_timeout
 from apps.ingest.collectors.prometheus import MAX_REGEX_NAMES, PrometheusSource, ksm_label
 from apps.ingest.preflight.checks import ACCESS, DRA_GROUP, KUEUE_ACCESS, KUEUE_GROUP
 from apps.inventory import gpus
@@ -35,12 +36,12 @@ def _why(exc: Exception) -> str:
 def kubernetes_facts(cluster: Cluster, api_client: client.ApiClient | None = None) -> dict[str, Any]:
     try:
         api_client = api_client or api_client_for(cluster)
-        version = client.VersionApi(api_client).get_code().git_version
+        version = client.VersionApi(api_client).get_code(_request_timeout=request_timeout()).git_version
     except Exception as exc:  # unreachable, bad credentials, bad kubeconfig
         return {"kubernetes_error": f"unreachable: {_why(exc)}"}
     groups: dict[str, list[str]] = {}
     try:
-        for g in client.ApisApi(api_client).get_api_versions().groups or []:
+        for g in client.ApisApi(api_client).get_api_versions(_request_timeout=request_timeout()).groups or []:
             groups[g.name] = [v.version for v in g.versions or []]
     except Exception as exc:
         log.warning("preflight %s: API groups unreadable: %s", cluster.name, _why(exc))
@@ -53,7 +54,7 @@ def kubernetes_facts(cluster: Cluster, api_client: client.ApiClient | None = Non
         review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
             resource_attributes=client.V1ResourceAttributes(verb="list", group=group, resource=resource)))
         try:
-            answer = auth.create_self_subject_access_review(review).status
+            answer = auth.create_self_subject_access_review(review, _request_timeout=request_timeout()).status
             access[(group, resource)] = bool(answer and answer.allowed)
         except Exception as exc:
             log.warning("preflight %s: access review of %s/%s failed: %s", cluster.name, group, resource, _why(exc))
