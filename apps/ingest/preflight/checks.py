@@ -29,6 +29,8 @@ ACCESS: tuple[tuple[str, str, bool], ...] = (
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_ACCESS = ("clusterqueues", "localqueues", "workloads")
 DRA_GROUP = "resource.k8s.io"
+# Read whenever the group is served: a served but unreadable DRA fails the snapshot (claims' GPUs would be lost).
+DRA_ACCESS = ("resourceslices", "resourceclaims", "deviceclasses")
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # what the collector reads, newest first
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 RETENTION_DAYS_NEEDED = 14  # GPUFINOPS_ABANDON_AFTER_DAYS: a failed hour is retried from history this long
@@ -93,6 +95,8 @@ def _kubernetes(f: Facts) -> list[Check]:
     wanted = list(ACCESS)
     if KUEUE_GROUP in f.groups:
         wanted += [(KUEUE_GROUP, r, False) for r in KUEUE_ACCESS]
+    if DRA_GROUP in f.groups:
+        wanted += [(DRA_GROUP, r, True) for r in DRA_ACCESS]
     for group, resource, loses_hours in wanted:
         allowed = f.access.get((group, resource))
         name = f"rbac: list {resource}" + (f" ({group})" if group else "")

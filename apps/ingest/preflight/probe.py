@@ -12,10 +12,10 @@ from typing import Any
 from django.conf import settings
 from kubernetes import client
 
-from apps.ingest.collectors.kubernetes import _paged, api_client_for, read_snapshot
+from apps.ingest.collectors.kubernetes import api_client_for, read_snapshot
 from apps.ingest.collectors.limits import request_timeout
 from apps.ingest.collectors.prometheus import MAX_REGEX_NAMES, PrometheusSource, ksm_label
-from apps.ingest.preflight.checks import ACCESS, DRA_GROUP, KUEUE_ACCESS, KUEUE_GROUP
+from apps.ingest.preflight.checks import ACCESS, DRA_ACCESS, DRA_GROUP, KUEUE_ACCESS, KUEUE_GROUP
 from apps.inventory import gpus
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNALS, default_signal
@@ -23,7 +23,6 @@ from apps.usage.activity import DEFAULT_METRICS, SIGNALS, default_signal
 log = logging.getLogger(__name__)
 FB_USED = "DCGM_FI_DEV_FB_USED"  # every exporter list has it: one series per GPU, MIG instance and holder
 KSM_FAMILIES = ("kube_pod_info", "kube_pod_labels", "kube_pod_container_resource_requests", "kube_node_labels")
-DRA_DRIVER = "gpu.nvidia.com"
 RECENT = timedelta(minutes=5)
 
 
@@ -48,6 +47,8 @@ def kubernetes_facts(cluster: Cluster, api_client: client.ApiClient | None = Non
     wanted = [(group, resource) for group, resource, _l in ACCESS]
     if KUEUE_GROUP in groups:
         wanted += [(KUEUE_GROUP, r) for r in KUEUE_ACCESS]
+    if DRA_GROUP in groups:
+        wanted += [(DRA_GROUP, r) for r in DRA_ACCESS]
     auth = client.AuthorizationV1Api(api_client)
     access: dict[tuple[str, str], bool | None] = {}
     for group, resource in wanted:
@@ -74,24 +75,10 @@ def kubernetes_facts(cluster: Cluster, api_client: client.ApiClient | None = Non
         gpu_pods_running=sum(1 for p in snap.pods if p.phase == "Running" and p.node),
         team_label=key, team_pods=sum(1 for p in snap.pods if p.labels.get(key)),
         team_namespaces=sum(1 for n in snap.namespaces if n.labels.get(key)),
-        dra_gpu_nodes=_dra_nodes(api_client, groups.get(DRA_GROUP, [])),
+        # Nodes whose GPUs a DRA driver publishes (the collector's own ResourceSlice read).
+        dra_gpu_nodes=sorted(snap.dra.inventory.nodes) if snap.dra is not None else [],
     )
     return facts
-
-
-def _dra_nodes(api_client: client.ApiClient, versions: list[str]) -> list[str]:
-    """Nodes whose GPUs NVIDIA's DRA driver publishes (ResourceSlices), where resource.k8s.io is served."""
-    if not versions:
-        return []
-    objects = client.CustomObjectsApi(api_client)
-    try:
-        slices = list(_paged(objects.list_cluster_custom_object, group=DRA_GROUP, version=versions[0],
-                             plural="resourceslices"))
-    except Exception as exc:  # not granted (the collector does not read DRA yet): no DRA check
-        log.info("preflight: ResourceSlices unreadable (%s)", _why(exc))
-        return []
-    return sorted({(s.get("spec") or {}).get("nodeName") or "" for s in slices
-                   if (s.get("spec") or {}).get("driver") == DRA_DRIVER} - {""})
 
 
 def prometheus_facts(cluster: Cluster, at: datetime, gpu_nodes: Collection[str]) -> dict[str, Any]:
