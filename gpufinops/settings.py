@@ -381,7 +381,11 @@ LOG_FORMAT = envstr("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "apps.monitoring.logs.ContextFilter"}},
+    "filters": {
+        "context": {"()": "apps.monitoring.logs.ContextFilter"},
+        # urllib3 prints request paths and URLs (a webhook's key, a Prometheus path token): cut to the host.
+        "http_client": {"()": "apps.common.redaction.HttpClientLogFilter"},
+    },
     "formatters": {
         "plain": {"()": "apps.monitoring.logs.PlainFormatter"},
         "json": {"()": "apps.monitoring.logs.JsonFormatter"},
@@ -394,5 +398,11 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        **{name: {"filters": ["http_client"]} for name in (
+            "urllib3.connectionpool", "urllib3.connection", "urllib3.poolmanager", "urllib3.response",
+            "urllib3.util.retry",
+        )},
+    },
 }

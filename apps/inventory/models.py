@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.common import secrets
-from apps.common.redaction import redact_url, scrub
+from apps.common.redaction import hide, redact_url, scrub
 
 
 class Cluster(models.Model):
@@ -75,12 +75,13 @@ class Cluster(models.Model):
         return self.prometheus_url.rstrip("/") + path if path else self.prometheus_url
 
     def scrub(self, text: str) -> str:
-        """An error text about this cluster fit to log or store: no part of its Prometheus URL beyond the host."""
+        """An error text about this cluster fit to log or store: no part of its Prometheus URL beyond the host, and
+        not its credential (a server may echo the Authorization header back in an error)."""
         try:
-            endpoint = self.prometheus_endpoint
-        except secrets.SecretError:
-            endpoint = ""
-        return scrub(text, endpoint, self.prometheus_url)
+            endpoint, credential = self.prometheus_endpoint, self.prometheus_auth
+        except (secrets.SecretError, OSError):
+            endpoint, credential = "", ""
+        return hide(scrub(text, endpoint, self.prometheus_url), credential)
 
     @property
     def prometheus_shown(self) -> str:
