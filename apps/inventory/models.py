@@ -195,15 +195,18 @@ class Team(models.Model):
 class NamespaceTeam(models.Model):
     """Explicit namespace-to-team mapping (ledger.md "Teams").
 
-    A plain mapping is used when neither pod nor namespace carries a team label. An *enforced* one wins
-    over both: tenants write labels, so an administrator can pin who pays for a namespace.
+    A mapping is *enforced* unless the operator marks the namespace self-labelling (`enforced=False`): it wins
+    over pod and namespace labels, because tenants write labels. In a self-labelling namespace the labels
+    decide and the mapping applies only to what carries none.
     """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True)
     namespace = models.CharField(max_length=253)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="namespaces")
     enforced = models.BooleanField(
-        default=False, help_text="Wins over pod and namespace labels; a label naming another team is reported."
+        default=True,
+        help_text="Wins over pod and namespace labels (a label naming another team is reported, not obeyed). "
+                  "Untick to make the namespace self-labelling: its tenants' team labels decide.",
     )
 
     class Meta:
@@ -213,7 +216,7 @@ class NamespaceTeam(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.namespace} -> {self.team.name}{' (enforced)' if self.enforced else ''}"
+        return f"{self.namespace} -> {self.team.name}{'' if self.enforced else ' (self-labelling)'}"
 
 
 class GpuPrice(models.Model):
