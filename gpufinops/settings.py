@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Cache-Control: no-store on every answer to a signed-in person (apps/accounts/middleware.py).
+    "apps.accounts.middleware.NoStoreWhenSignedIn",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -94,6 +96,9 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # After Django's builtins, so its `urlize` wins: the browsable API links no URL in tenant-written
+            # names (apps/common/templatetags/nolinks.py).
+            "builtins": ["apps.common.templatetags.nolinks"],
         },
     },
 ]
