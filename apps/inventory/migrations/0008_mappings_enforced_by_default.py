@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0006_prometheus_path_encrypted'),
+        ('inventory', '0007_dra_and_hami_gpus'),
     ]
 
     operations = [
