@@ -16,6 +16,7 @@ import pytest
 
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
+from tests.harness.shared_rows import SharedRows
 from tests.harness.smtp import SmtpServer, start_smtp_server
 from tests.harness.worker import CeleryWorker, database_url_from_settings
 
@@ -39,6 +40,26 @@ def postgres_db(db) -> None:
 
     if connection.vendor != "postgresql":
         require_service("postgresql", "DATABASE_URL is not a postgres:// URL (the suite is running on SQLite)")
+
+
+@pytest.fixture(scope="session")
+def shared_rows(django_db_setup, django_db_blocker) -> Iterator[SharedRows]:
+    """Worlds of rows built once and shared by consecutive tests (tests/harness/shared_rows.py)."""
+    global _SHARED_ROWS
+    _SHARED_ROWS = SharedRows(django_db_blocker)
+    yield _SHARED_ROWS
+    _SHARED_ROWS.release()
+    _SHARED_ROWS = None
+
+
+_SHARED_ROWS: SharedRows | None = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A shared world is rolled back before a test that does not use it (it never sees the world's rows)."""
+    if _SHARED_ROWS is not None:
+        _SHARED_ROWS.release_for(item)
 
 
 @pytest.fixture(scope="session")
