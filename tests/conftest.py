@@ -16,7 +16,7 @@ import pytest
 
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
-from tests.harness.shared_rows import SharedRows
+from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
 from tests.harness.smtp import SmtpServer, start_smtp_server
 from tests.harness.worker import CeleryWorker, database_url_from_settings
 
@@ -53,6 +53,13 @@ def shared_rows(django_db_setup, django_db_blocker) -> Iterator[SharedRows]:
 
 
 _SHARED_ROWS: SharedRows | None = None
+
+
+@pytest.fixture(autouse=True)
+def _shared_world_first(request) -> None:
+    """A test's shared world is opened before any of its fixtures writes a row (before `db`'s transaction)."""
+    for name in sorted(WORLD_FIXTURES.intersection(request.fixturenames)):
+        request.getfixturevalue(name)
 
 
 @pytest.hookimpl(tryfirst=True)

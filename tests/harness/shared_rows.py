@@ -9,9 +9,10 @@ called by `pytest_runtest_setup` in tests/conftest.py), before another world is 
 session: a test that does not ask for a world never sees its rows, and transactional tests (which pytest-django
 runs after all the others) never run inside the outer transaction.
 
-A world is two function-scoped fixtures: one registered in `WORLD_FIXTURES` (the hook knows which tests use a
-world by that name, directly or through other fixtures) that calls `world`, and the one tests ask for, which asks
-for it first and for `db` second (pytest-django creates the test database for tests with `db` in their closure):
+A world is two function-scoped fixtures: one registered in `WORLD_FIXTURES` that calls `world`, and the one
+tests ask for, which adds `db` (pytest-django creates the test database for tests with `db` in their closure).
+The hook knows which tests use a world by the registered name (directly or through other fixtures), and the
+autouse `_shared_world_first` (tests/conftest.py) opens it before any other fixture of the test writes a row:
 
     WORLD_FIXTURES.add("shared_ledger")
 
