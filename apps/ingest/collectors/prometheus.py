@@ -22,6 +22,7 @@ from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from apps.common.redaction import scrub
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
@@ -340,7 +341,7 @@ class PrometheusSource(_FindingQueries):
         self.cluster = cluster
         self.metrics = {**DEFAULT_METRICS, **(cluster.metric_names or {})}
         self.prom = PrometheusConnect(
-            url=cluster.prometheus_url,
+            url=cluster.prometheus_endpoint,
             headers=headers or None,
             disable_ssl=not cluster.prometheus_verify_tls,
             timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT,
@@ -362,7 +363,10 @@ class PrometheusSource(_FindingQueries):
         try:
             result = self.prom.custom_query(query=promql, params={"time": at.timestamp()})
         except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
-            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {str(exc)[:300]}") from exc
+            # requests quotes the URL's path and query in its messages: scrubbed before truncating (a cut secret is
+            # still a secret), and not chained (a logged traceback would print the original).
+            said = scrub(str(exc), self.cluster.prometheus_endpoint)
+            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {said[:300]}") from None
         if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
             raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
         with self._counting:
@@ -407,7 +411,8 @@ class PrometheusSource(_FindingQueries):
             if ratio < -1e-9 or ratio > 1.0 + 1e-6:
                 self.warnings.append(f"{signal}: value {v} out of range for {ns}/{pod} {uuid}; not counted")
                 continue
-            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""))
+            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""),
+                   m.get("dra_mig_device_uuid", ""))
             out[key] = ratio
             if self.pod_labels is None:
                 self.pod_labels = "exported" if m.get("exported_pod") else "plain"
@@ -423,8 +428,32 @@ class PrometheusSource(_FindingQueries):
         facts = []
         for key in sorted(keys):
             values = {s: per_signal[s][key] for s in SIGNALS if key in per_signal[s]}
-            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5]))
+            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5],
+                                    device_uuid=key[6]))
         return facts
+
+    def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
+        """Per physical GPU of `uuids`, each signal time-averaged over `[start, end)` from its series without a
+        pod (whole-GPU series: no GPU instance). What HAMi tenants are measured by: dcgm-exporter names none."""
+        if not uuids:
+            return {}
+        rng, at = window(start, end)
+        if self.pod_labels is None:
+            exported = self.query(f'count(last_over_time({self.metrics[SIGNALS[0]]}{{exported_pod!=""}}[{rng}]))', at)
+            self.pod_labels = "exported" if exported else "plain"
+        unheld = 'exported_pod=""' if self.pod_labels == "exported" else 'pod="",exported_pod=""'
+        names = _regex(uuids)
+        queries = [(f'max by (UUID) (avg_over_time({self.metrics[s]}{{{unheld},GPU_I_ID="",UUID=~"{names}"}}'
+                    f'[{rng}]))', at) for s in SIGNALS]
+        out: dict[str, dict[str, float]] = {}
+        for signal, answer in zip(SIGNALS, self.query_all(queries), strict=True):
+            scale = SIGNAL_SCALE.get(signal, 1.0)
+            for r in answer:
+                v, uuid = _value(r), r["metric"].get("UUID", "")
+                if v is None or not uuid or not (-1e-9 <= v * scale <= 1.0 + 1e-6):
+                    continue
+                out.setdefault(uuid, {})[signal] = v * scale
+        return out
 
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
         rng, at = window(start, end)
