@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import cache
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
 from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
@@ -31,6 +32,31 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
     db = settings.DATABASES["default"]
     if db["ENGINE"] == "django.db.backends.sqlite3" and not db.get("TEST", {}).get("NAME"):
         db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test_gpufinops.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request, django_db_modify_db_settings) -> bool:
+    """Keep (do not create) the test database with --reuse-db, or when it was restored from the migrated SQLite
+    database cached for these migrations (tests/harness/cache.py): migrating it then only confirms it."""
+    from django.conf import settings
+
+    if request.config.getvalue("reuse_db"):
+        return True
+    entry = cache.migrated_sqlite_entry()
+    if entry is None or not entry.exists() or request.config.getvalue("create_db"):
+        return False
+    cache.copy_sqlite(entry, Path(settings.DATABASES["default"]["TEST"]["NAME"]))
+    return True
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_keepdb) -> None:
+    """pytest-django's, then the migrated SQLite database cached for the next session when it was made here."""
+    from django.db import connection
+
+    entry = cache.migrated_sqlite_entry()
+    if entry is not None and not entry.exists():
+        cache.copy_sqlite(Path(connection.settings_dict["NAME"]), entry)
 
 
 @pytest.fixture
