@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
@@ -159,6 +159,16 @@ def request_window(request, *, max_days: int | None = None, max_hourly_days: int
 
 
 LIST_RENDERERS = [DecimalJSONRenderer, BrowsableAPIRenderer, ListCSVRenderer]
+
+
+class NoSuchEndpoint(FormatParamMixin, APIView):
+    """Any other /api/v1/ path (`findings/-1/`, a typo): the one error envelope, 404, never an HTML page."""
+
+    @extend_schema(exclude=True)
+    def get(self, request, *args, **kwargs):
+        raise NotFound()
+
+    post = put = patch = delete = get
 
 
 def paginated(view, request, rows, serializer_class, *, window: Window | None = None, name: str = ""):

@@ -198,6 +198,11 @@ class Window:
     def days_label(self) -> str:
         return f"{self.days:g}-day periods" if self.days == int(self.days) else "periods of the same length"
 
+    def dates(self) -> list[date]:
+        """The UTC days the window touches, in order."""
+        first, last = self.start.date(), (self.end - HOUR).date()
+        return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
     def last(self, days: int) -> Window:
         """At most the last `days` days of this window (a history limit), itself when it is shorter."""
         start = max(self.start, self.end - days * DAY)
