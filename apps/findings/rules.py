@@ -534,8 +534,9 @@ def missing_signal(pods: Sequence[PodFigures], series: int, signals: Iterable[st
 
 
 def team_label_rejected(rejected: Iterable[tuple[str, str, str]], pods: Sequence[PodFigures]) -> list[HourFinding]:
-    """Pods whose team label was not obeyed ((uid, label value, reason): `invalid` or `enforced`); their hours,
-    charged to the team the rule chose, are the finding's. Shown to staff and finance only."""
+    """Pods whose team label was reported ((uid, label value, reason): `invalid` or `enforced`, not obeyed, or
+    `other_team`, obeyed although it names another team than the namespace's); their hours, charged to the team
+    the rule chose, are the finding's. Shown to staff and finance only."""
     by_uid = {pod.uid: pod for pod in pods}
     out = []
     for uid, value, reason in sorted(set(rejected)):

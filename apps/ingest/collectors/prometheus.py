@@ -22,7 +22,6 @@ from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
-from apps.common.redaction import scrub
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
@@ -377,7 +376,7 @@ class PrometheusSource(_FindingQueries):
         except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
             # requests quotes the URL's path and query in its messages: scrubbed before truncating (a cut secret is
             # still a secret), and not chained (a logged traceback would print the original).
-            said = scrub(str(exc), self.cluster.prometheus_endpoint)
+            said = self.cluster.scrub(str(exc))
             raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {said[:300]}") from None
         if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
             raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
@@ -393,7 +392,7 @@ class PrometheusSource(_FindingQueries):
             response.raise_for_status()
             body = response.json()
         except Exception as exc:  # connection, HTTP and JSON errors alike
-            said = scrub(str(exc), self.cluster.prometheus_endpoint)
+            said = self.cluster.scrub(str(exc))
             raise PrometheusError(f"Prometheus status/{name} failed ({type(exc).__name__}): {said[:300]}") from None
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict):
