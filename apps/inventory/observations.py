@@ -27,6 +27,9 @@ class NodeInfo:
     ready: bool
     unschedulable: bool
     created: datetime | None
+    # spec.providerID (`aws:///us-east-2a/i-0fea…`, `gce://project/zone/name`, `azure:///subscriptions/…`): the
+    # cloud's name for the machine, which the bill's ResourceId is matched against (apps/billing/matching.py).
+    provider_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from apps.inventory.observations import NodeInfo
 from apps.inventory.teams import is_valid_team_name
 
 NODE_FIELDS = ["node_group", "gpu_model", "physical_gpus", "sharing", "labels", "capacity", "allocatable", "ready",
-               "unschedulable", "created", "last_seen", "gone"]
+               "unschedulable", "created", "provider_id", "last_seen", "gone"]
 
 
 @transaction.atomic
@@ -49,6 +49,7 @@ def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -
         node.ready = info.ready
         node.unschedulable = info.unschedulable
         node.created = info.created
+        node.provider_id = info.provider_id
         node.last_seen = seen_at
         node.gone = False
         seen.append(node)

@@ -82,6 +82,7 @@ def _to_node(n: dict[str, Any]) -> NodeInfo:
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         created=_time(meta.get("creationTimestamp")),
+        provider_id=str(spec.get("providerID") or "")[:1000],
     )
 
 
