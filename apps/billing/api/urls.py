@@ -1,0 +1,7 @@
+from django.urls import path
+
+from apps.billing.api import views
+
+urlpatterns = [
+    path("reconciliation/", views.ReconciliationApi.as_view(), name="reconciliation"),
+]
