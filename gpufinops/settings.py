@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "apps.reports",
     "apps.findings",
     "apps.billing",
+    "apps.budgets",
     "apps.monitoring",
     "apps.dashboard",
 ]

@@ -13,15 +13,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from django.conf import settings
-from django.db.models import Max, Sum
+from django.db.models import Count, Max, Min, Sum
 
 from apps.billing.models import BilledNodeHour, BillImport, BillLine
 from apps.common.timeutils import next_month
-from apps.usage.models import NodeHour
-from apps.usage.money import ZERO, micro, to_decimal
+from apps.usage.models import NodeHour, PodHour
+from apps.usage.money import MICRO, ZERO, micro, to_decimal
 
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 COST_FIELD = {"EffectiveCost": "effective_cost", "BilledCost": "billed_cost"}
@@ -196,4 +196,102 @@ def reconciliation(month: str, *, clusters: Sequence[str] = ()) -> Reconciliatio
             for u in unmatched.order_by("charge_period_start", "bill_id", "row")),
         imports=tuple(BillImport.objects.filter(lines__in=lines).distinct().order_by("imported_at")
                       .values_list("name", "focus_version", "imported_at")),
+    )
+
+
+# ---- The billed cost basis: each team's share of its nodes' bill ----
+
+
+@dataclass(frozen=True)
+class BilledTeam:
+    team: str
+    cost: Decimal  # the team's share of its nodes' bill, in the cost basis
+    billed_gpu_hours: float  # allocated GPU-hours on node-hours the bill covers
+    unbilled_gpu_hours: float  # allocated GPU-hours on node-hours without a bill line: their billed cost is unknown
+
+    def as_dict(self) -> dict[str, object]:
+        return {"team": self.team, "cost": micro(self.cost), "billed_gpu_hours": round(self.billed_gpu_hours, 6),
+                "unbilled_gpu_hours": round(self.unbilled_gpu_hours, 6)}
+
+
+@dataclass(frozen=True)
+class BilledCosts:
+    """Costs in the **billed** basis over `[start, end)`: a node-hour's bill is shared by the pods on it in
+    proportion to the GPU-hours they held of its capacity (the price card's rule, with the bill's figure for the
+    node-hour instead of GPU-hours x price); what no pod held is the unallocated share. Hours on nodes the bill
+    does not cover have no billed cost: they are counted as unbilled GPU-hours, never priced from the card."""
+
+    basis: str
+    start: datetime
+    end: datetime
+    bill_lines: int  # kept bill lines charged in the range: 0 means no bill covers it
+    teams: tuple[BilledTeam, ...]
+    unallocated_cost: Decimal | None  # None unless every team is seen (finance): the fleet's share nobody held
+
+    @property
+    def teams_cost(self) -> Decimal:
+        return sum((t.cost for t in self.teams), ZERO)
+
+    @property
+    def total_cost(self) -> Decimal:
+        return self.teams_cost + (self.unallocated_cost or ZERO)
+
+    @property
+    def unbilled_gpu_hours(self) -> float:
+        return sum(t.unbilled_gpu_hours for t in self.teams)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"basis": self.basis, "start": self.start, "end": self.end, "bill_lines": self.bill_lines,
+                "teams": [t.as_dict() for t in self.teams], "teams_cost": micro(self.teams_cost),
+                "unallocated_cost": None if self.unallocated_cost is None else micro(self.unallocated_cost),
+                "total_cost": micro(self.total_cost), "unbilled_gpu_hours": round(self.unbilled_gpu_hours, 6)}
+
+
+def bill_lines_between(start: datetime, end: datetime) -> int:
+    """Kept bill lines whose charge period overlaps `[start, end)`."""
+    return BillLine.objects.filter(charge_period_start__lt=end, charge_period_end__gt=start).count()
+
+
+def bill_stamp(start: datetime, end: datetime) -> str:
+    """Changes whenever the bill lines of `[start, end)` do (an import adds lines, a newer file replaces them); ""
+    when no bill covers it. Part of the reports' ledger stamp: a bill imported for a closed period restates it."""
+    agg = BillLine.objects.filter(charge_period_start__lt=end, charge_period_end__gt=start).aggregate(
+        n=Count("id"), last=Max("bill_id"), first=Min("bill_id"))
+    return "" if not agg["n"] else f"bill:{agg['n']}:{agg['first']}:{agg['last']}"
+
+
+def billed_costs(*, start: datetime, end: datetime, visible_teams: set[str] | None) -> BilledCosts:
+    """Every visible team's cost in the billed basis (see `BilledCosts`); the unallocated share for finance only.
+    Each pod-hour's share is exact to the micro-dollar; the unallocated share is the node-hours' bill less them,
+    so teams + unallocated = the bill of the range's node-hours exactly."""
+    field = COST_FIELD[cost_basis()]
+    bills: dict[tuple[int, datetime, str], Decimal] = defaultdict(lambda: ZERO)
+    for cluster_id, hour, node, amount in (BilledNodeHour.objects.filter(hour__gte=start, hour__lt=end)
+                                           .values_list("cluster_id", "hour", "node").annotate(c=Sum(field))):
+        bills[(cluster_id, hour, node)] = to_decimal(amount)
+    capacity = {(c, h, n): cap for c, h, n, cap in NodeHour.objects.filter(hour__gte=start, hour__lt=end)
+                .values_list("cluster_id", "hour", "node", "capacity_gpu_hours")}
+    pods = PodHour.objects.filter(hour__gte=start, hour__lt=end)
+    if visible_teams is not None:
+        pods = pods.filter(team__in=sorted(visible_teams))
+    cost: dict[str, Decimal] = defaultdict(lambda: ZERO)
+    billed_h: dict[str, float] = defaultdict(float)
+    unbilled_h: dict[str, float] = defaultdict(float)
+    held: Decimal = ZERO
+    for cluster_id, hour, node, team, allocated in pods.values_list("cluster_id", "hour", "node", "team",
+                                                                    "allocated_gpu_hours").iterator(chunk_size=5000):
+        key = (cluster_id, hour, node)
+        bill, cap = bills.get(key), capacity.get(key) or 0.0
+        if bill is None or cap <= 0:
+            unbilled_h[team] += allocated
+            cost[team] += ZERO  # the team is listed, with its unbilled hours
+            continue
+        share = (bill * Decimal(repr(allocated)) / Decimal(repr(cap))).quantize(MICRO, rounding=ROUND_HALF_EVEN)
+        cost[team] += share
+        held += share
+        billed_h[team] += allocated
+    teams = tuple(BilledTeam(t, cost[t], billed_h[t], unbilled_h[t]) for t in sorted(cost))
+    return BilledCosts(
+        basis=cost_basis(), start=start, end=end, bill_lines=bill_lines_between(start, end), teams=teams,
+        unallocated_cost=None if visible_teams is not None else sum(bills.values(), ZERO) - held,
     )

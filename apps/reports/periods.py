@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.db.models import Count, Max, Min, Q
 
+from apps.billing.selectors import bill_stamp
 from apps.common.timeutils import HOUR, iso_week_start, month_start, next_month, to_utc
 from apps.inventory.models import Cluster
 from apps.usage.models import Bucket
@@ -211,9 +212,11 @@ def period_state(period: Period, now: datetime) -> PeriodState:
 
 
 def ledger_stamp(period: Period) -> str:
-    """Changes whenever the ledger of the period does (every bucket write stamps `collected_at`)."""
+    """Changes whenever the ledger of the period does (every bucket write stamps `collected_at`), or its cloud bill
+    (apps.billing: an import for a closed period restates it in the billed basis)."""
     agg = Bucket.objects.filter(hour__gte=period.start, hour__lt=period.end).aggregate(
         latest=Max("collected_at"), n=Count("id"), ok=Count("id", filter=Q(status=Bucket.Status.OK)),
     )
     raw = f"{agg['latest'].isoformat() if agg['latest'] else ''}|{agg['n']}|{agg['ok']}"
-    return hashlib.sha256(raw.encode()).hexdigest()
+    bill = bill_stamp(period.start, period.end)  # "" without a bill: the stamps of bill-less periods stay as they were
+    return hashlib.sha256((raw + (f"|{bill}" if bill else "")).encode()).hexdigest()

@@ -61,3 +61,22 @@ class ReconciliationSerializer(serializers.Serializer):
     unmatched_lines = UnmatchedLineSerializer(many=True)
     unmatched_cost = MoneyField()
     imports = ImportSerializer(many=True)
+
+
+class BilledTeamSerializer(serializers.Serializer):
+    team = serializers.CharField()
+    cost = MoneyField(help_text="the team's share of its nodes' bill, USD, in the cost basis")
+    billed_gpu_hours = serializers.FloatField(help_text="allocated GPU-hours on node-hours the bill covers")
+    unbilled_gpu_hours = serializers.FloatField(help_text="allocated GPU-hours on node-hours without a bill line")
+
+
+class BilledCostsSerializer(serializers.Serializer):
+    basis = serializers.ChoiceField(choices=["EffectiveCost", "BilledCost"])
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    bill_lines = serializers.IntegerField(help_text="bill lines in the range; 0: no bill covers it")
+    teams = BilledTeamSerializer(many=True)
+    teams_cost = MoneyField()
+    unallocated_cost = MoneyField(allow_null=True, help_text="the bill's share no pod held; finance and staff only")
+    total_cost = MoneyField()
+    unbilled_gpu_hours = serializers.FloatField()
