@@ -9,9 +9,10 @@ Pure: daily spends in, a forecast out. For a period `[start, end)` seen at `now`
   day (1 for every weekday with under 14 days of history: one week cannot tell a pattern from noise);
 * **forecast** = spent so far + Σ over the period's remaining days of r x f(weekday), the current day counted for
   its remaining hours only;
-* **range**: the daily residuals e = spend - r x f(weekday) over the history give σ; the remaining n days add
-  ± z σ √n (z = 1.645: a 90 % interval for independent normal errors, a simplification the backtest in
-  `bench/forecast` measures). The low end is never below what is spent already.
+* **range**: σ is the spread of the method's one-day-ahead errors over the history (each day against the run rate
+  of the 7 days before it, times f); the remaining n days add ± z σ √n (z = 1.645: a 90 % interval for independent
+  normal errors, a simplification `bench/forecast.py` measures: 88-100 % coverage on the demo). The low end is never
+  below what is spent already.
 
 Without any history the forecast is what is spent so far, with no range (`history_days` = 0 says so).
 """
@@ -49,6 +50,20 @@ def _money(value: float) -> Decimal:
     return Decimal(repr(value)).quantize(CENT, rounding=ROUND_HALF_EVEN)
 
 
+def _out_of_sample_sigma(days: list[date], spend: Mapping[date, float], factor: Mapping[int, float]) -> float:
+    """The spread of the one-day-ahead errors the method made over its own history: each day against the run
+    rate of the RUN_RATE_DAYS before it (so the level's own drift is in it, not only the noise around today's)."""
+    errors = []
+    for i in range(RUN_RATE_DAYS, len(days)):
+        before = days[i - RUN_RATE_DAYS:i]
+        level = sum(spend[d] for d in before) / len(before)
+        errors.append(spend[days[i]] - level * factor[days[i].weekday()])
+    if len(errors) < 2:  # too short a history to measure the method: the spread of the days themselves
+        mean = sum(spend[d] for d in days) / len(days)
+        errors = [spend[d] - mean for d in days]
+    return math.sqrt(sum(e * e for e in errors) / len(errors)) if errors else 0.0
+
+
 def forecast(*, start: datetime, end: datetime, now: datetime, actual: Decimal,
              daily: Mapping[date, Decimal]) -> Forecast:
     """The forecast of `[start, end)` at `now` from `actual` (spent in `[start, now)`) and `daily` spends (any days;
@@ -69,8 +84,7 @@ def forecast(*, start: datetime, end: datetime, now: datetime, actual: Decimal,
             same = [spend[d] for d in days if d.weekday() == weekday]
             if same:
                 factor[weekday] = (sum(same) / len(same)) / mean
-    residuals = [spend[d] - rate * factor[d.weekday()] for d in days]
-    sigma = math.sqrt(sum(e * e for e in residuals) / len(residuals)) if len(residuals) > 1 else 0.0
+    sigma = _out_of_sample_sigma(days, spend, factor)
     remaining, t = 0.0, now
     while t < end:
         day_end = min(datetime.combine(t.date() + timedelta(days=1), datetime.min.time(), tzinfo=t.tzinfo), end)
