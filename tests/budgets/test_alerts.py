@@ -128,3 +128,6 @@ def test_set_budget_the_api_and_the_page(world):
     page.force_login(finance)
     html = page.get("/budgets/").content.decode()
     assert "cluster prod" in html and "namespace text" in html and "$500.00" in html
+    # Each team's status on its overview: the team filter narrows the budgets block to the team's.
+    overview = page.get("/", {"team": "vision", "days": "7"}).content.decode()
+    assert "1 budget this period" in overview and "$500.00" in overview and "prod text" not in overview
