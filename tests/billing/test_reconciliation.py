@@ -91,8 +91,9 @@ def test_the_api_and_the_page_are_finance_only_and_say_the_same(billed):
     body = api.get("/api/v1/reconciliation/").json()  # default: the latest month the bill has
     assert body["month"] == "2024-09" and body["basis"] == "EffectiveCost"
     (prod,) = body["clusters"]
-    assert (prod["price_card_cost"], prod["billed_cost"], prod["variance"]) == (50.0, 1.0, -49.0)
-    assert prod["nodes_without_bill"] == ["idle-d"] and body["unmatched_cost"] == 4.0
+    assert [Decimal(str(prod[k])) for k in ("price_card_cost", "billed_cost", "variance")] == [
+        Decimal(50), Decimal(1), Decimal(-49)]
+    assert prod["nodes_without_bill"] == ["idle-d"] and Decimal(str(body["unmatched_cost"])) == Decimal(4)
     assert [u["row"] for u in body["unmatched_lines"]] == [6, 4, 7]
     assert body["imports"][0]["name"] == "focus_sample.csv"
     page = APIClient()

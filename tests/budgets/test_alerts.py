@@ -118,8 +118,8 @@ def test_set_budget_the_api_and_the_page(world):
     api = APIClient()
     api.force_authenticate(lead)
     (row,) = api.get("/api/v1/budgets/").json()  # a lead sees the team's budgets only
-    assert (row["team"], row["period_label"], row["amount"], row["actual"]) == ("vision", row["period_label"], 500.0,
-                                                                              row["actual"])
+    assert (row["team"], row["period"], Decimal(str(row["amount"])), row["thresholds"]) == (
+        "vision", "weekly", Decimal(500), [50, 100])
     finance = User.objects.create_user("fin")
     finance.groups.add(Group.objects.create(name="finance"))
     api.force_authenticate(finance)

@@ -2,8 +2,8 @@
 
 * `GET /api/v1/reconciliation/?month=2026-11&cluster=…`: the price card against the bill, per cluster and node, for
   finance and staff (403 for anyone else: it is the whole fleet's cost);
-* `GET /api/v1/billed-costs/?start=&end=`: each team's cost in the billed basis, for the teams the caller sees
-  (the unallocated share for finance and staff only).
+* `GET /api/v1/billed-costs/?period=2026-W48` (or `days=`, `start=&end=`: the one period rule): each team's cost
+  in the billed basis, for the teams the caller sees (the unallocated share for finance and staff only).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rest_framework.views import APIView
 from apps.accounts.selectors import sees_all_teams, visible_team_names
 from apps.billing.api.serializers import BilledCostsSerializer, ReconciliationSerializer
 from apps.billing.selectors import billed_costs, latest_billed_month, parse_month, reconciliation
-from apps.common.api import ERRORS, FormatParamMixin
-from apps.common.params import param_error, parse_range, parse_text, parse_text_list
+from apps.common.api import ERRORS, PERIOD_PARAMS, FormatParamMixin, request_window
+from apps.common.params import param_error, parse_text, parse_text_list
 from apps.common.serializers import DetailSerializer
 
 
@@ -46,13 +46,10 @@ class ReconciliationApi(FormatParamMixin, APIView):
 class BilledCostsApi(FormatParamMixin, APIView):
     @extend_schema(
         operation_id="billed_costs_retrieve",
-        parameters=[
-            OpenApiParameter("start", str, description="ISO 8601 date or time (UTC), on the hour; default: end - 7d"),
-            OpenApiParameter("end", str, description="exclusive; default: today's midnight UTC"),
-        ],
+        parameters=[*PERIOD_PARAMS],
         responses={200: BilledCostsSerializer, **ERRORS},
     )
     def get(self, request):
-        start, end = parse_range(request.query_params, default_days=7)
-        result = billed_costs(start=start, end=end, visible_teams=visible_team_names(request.user))
+        window = request_window(request)  # the one period rule: period=, days=, start=&end=
+        result = billed_costs(start=window.start, end=window.end, visible_teams=visible_team_names(request.user))
         return Response(BilledCostsSerializer(result.as_dict()).data)

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('inventory', '0006_node_provider_id'),
+        ('inventory', '0009_node_provider_id'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('findings', '0002_ledger_cluster_key'),
-        ('inventory', '0006_node_provider_id'),
+        ('inventory', '0009_node_provider_id'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
