@@ -8,22 +8,20 @@ matched to no node. Money is exact decimal to the micro-dollar.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from django.conf import settings
 from django.db.models import Count, Max, Min, Sum
 
 from apps.billing.models import BilledNodeHour, BillImport, BillLine
-from apps.common.timeutils import next_month
+from apps.common.periods import MONTHLY, parse_period
 from apps.usage.models import NodeHour, PodHour
 from apps.usage.money import MICRO, ZERO, micro, to_decimal
 
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 COST_FIELD = {"EffectiveCost": "effective_cost", "BilledCost": "billed_cost"}
 
 
@@ -33,12 +31,12 @@ def cost_basis() -> str:
 
 
 def parse_month(text: str) -> tuple[datetime, datetime] | None:
-    """`2026-11` -> [2026-11-01, 2026-12-01) UTC; None when it is not a month."""
-    m = _MONTH.match(text.strip())
-    if not m or not 1 <= int(m[2]) <= 12 or int(m[1]) < 2000:
+    """`2026-11` -> [2026-11-01, 2026-12-01) UTC by the one period rule; None when it is not a month."""
+    try:
+        period = parse_period(text)
+    except ValueError:
         return None
-    start = datetime(int(m[1]), int(m[2]), 1, tzinfo=UTC)
-    return start, next_month(start)
+    return (period.start, period.end) if period.kind == MONTHLY else None
 
 
 def latest_billed_month() -> str | None:

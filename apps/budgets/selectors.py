@@ -16,7 +16,8 @@ from django.db.models import Q, QuerySet, Sum
 
 from apps.budgets.forecast import HISTORY_DAYS, Forecast, forecast
 from apps.budgets.models import Budget
-from apps.common.timeutils import floor_day, floor_hour, iso_week_start, month_start, next_month
+from apps.common.periods import period_containing
+from apps.common.timeutils import floor_day, floor_hour
 from apps.usage.models import UsageDay, UsageHour
 from apps.usage.money import ZERO, to_decimal
 
@@ -25,13 +26,9 @@ FORECAST_ALERT_MIN_DAYS = 3
 
 
 def period_bounds(period: str, now: datetime) -> tuple[datetime, datetime, str]:
-    """The budget period containing `now`: `[start, end)` UTC and its label (`2026-W48`, `2026-11`)."""
-    if period == Budget.Period.WEEKLY:
-        start = iso_week_start(now)
-        year, week, _ = start.date().isocalendar()
-        return start, start + timedelta(days=7), f"{year}-W{week:02d}"
-    start = month_start(now)
-    return start, next_month(start), f"{start:%Y-%m}"
+    """The budget period containing `now` (the one period rule): `[start, end)` UTC and its label."""
+    p = period_containing(period, now)
+    return p.start, p.end, p.label
 
 
 @dataclass(frozen=True)
