@@ -26,10 +26,10 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.billing.selectors import BilledCosts, bill_lines_between, billed_costs
+from apps.billing.selectors import BilledCosts, Reconciliation, bill_lines_between, billed_costs, reconciliation
 from apps.findings.selectors import TeamInfraLoss, infra_loss_by_team
 from apps.reports import focus, statement
-from apps.reports.periods import Period, PeriodState, comparison_periods, period_state
+from apps.reports.periods import MONTHLY, Period, PeriodState, comparison_periods, period_state
 from apps.reports.selectors import IdleItem, top_idle
 from apps.reports.statement import UNALLOCATED
 from apps.usage import money
@@ -113,6 +113,7 @@ class Gathered:
     csv: bytes
     focus: bytes
     billed: BilledCosts | None = None  # the billed basis, when a cloud bill covers the period
+    reconciled: Reconciliation | None = None  # a month's price card against its bill (fleet scope, with a bill)
 
 
 def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathered:
@@ -127,6 +128,7 @@ def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathe
     previous = period.previous()
     history = [p for p in comparison_periods(period) if _has_ledger(p)]
     idle_kind, idle = top_idle(start=period.start, end=period.end, visible_teams=visible, signal=signal)
+    billed = bool(bill_lines_between(period.start, period.end))
     return Gathered(
         state=period_state(period, now), current=current, previous_period=previous,
         previous=report(previous, ["team"]) if _has_ledger(previous) else None,
@@ -137,8 +139,8 @@ def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathe
         csv=usage_csv(report(period, CSV_GROUPS).as_dict()),
         focus=focus.focus_csv(start=period.start, end=period.end, scope=focus.FocusScope(scope.teams),
                               granularity="day", signal=signal),
-        billed=billed_costs(start=period.start, end=period.end, visible_teams=visible)
-        if bill_lines_between(period.start, period.end) else None,
+        billed=billed_costs(start=period.start, end=period.end, visible_teams=visible) if billed else None,
+        reconciled=reconciliation(period.label) if billed and period.kind == MONTHLY and scope.fleet else None,
     )
 
 
@@ -182,6 +184,19 @@ def content_figures(period: Period, scope: Scope, signal: str, g: Gathered) -> d
         "files": {"csv_sha256": hashlib.sha256(g.csv).hexdigest(), "focus_sha256": hashlib.sha256(g.focus).hexdigest(),
                   "csv_bytes": len(g.csv), "focus_bytes": len(g.focus)},
         "billed": billed_json(g.billed, fleet) if g.billed is not None else None,
+        "reconciliation": reconciliation_json(g.reconciled) if g.reconciled is not None else None,
+    }
+
+
+def reconciliation_json(r: Reconciliation) -> dict[str, Any]:
+    """The month's reconciliation for the monthly e-mail (the same figures as /api/v1/reconciliation/, in cents)."""
+    return {
+        "basis": r.basis,
+        "clusters": [{"cluster": c.cluster, "price_card_cost": str(money.cents(c.price_card_cost)),
+                      "billed_cost": str(money.cents(c.billed_cost)), "variance": str(money.cents(c.variance)),
+                      "variance_share": c.variance_share, "nodes_without_bill": [n.node for n in c.nodes_without_bill]}
+                     for c in r.clusters],
+        "unmatched_lines": len(r.unmatched), "unmatched_cost": str(money.cents(r.unmatched_cost)),
     }
 
 

@@ -22,7 +22,7 @@ from django.utils.dateparse import parse_datetime
 
 from apps.reports import tokens
 from apps.reports.content import links
-from apps.reports.formats import gpuh, pct, signed_pct, signed_usd, usd
+from apps.reports.formats import gpuh, pct, ratio_pct, signed_pct, signed_usd, usd
 from apps.reports.models import ReportEdition, ReportSubscription
 from apps.reports.periods import parse_period
 
@@ -182,6 +182,19 @@ def text_billed(f: dict[str, Any]) -> list[str]:
     return _align(rows, {1})
 
 
+def text_reconciliation(f: dict[str, Any]) -> list[str]:
+    """The month's price card against its cloud bill, per cluster (monthly fleet editions with a bill)."""
+    r = f.get("reconciliation")
+    if not r:
+        return []
+    rows = [[c["cluster"], f"card {usd(c['price_card_cost'])}", f"bill {usd(c['billed_cost'])}",
+             f"variance {signed_usd(c['variance'])}",
+             f"({ratio_pct(c['variance_share'])})" if c["variance_share"] is not None else "",
+             f"{len(c['nodes_without_bill'])} GPU node(s) without bill line" if c["nodes_without_bill"] else ""]
+            for c in r["clusters"]]
+    return _align(rows, {1, 2, 3})
+
+
 def text_billed_restatement(f: dict[str, Any]) -> list[str]:
     r = (f.get("restatement") or {}).get("billed")
     if not r:
@@ -209,7 +222,8 @@ def context(edition: ReportEdition, subscription: ReportSubscription | None = No
         "links": links(period, edition.scope, edition.version), "text_table": text_table(f),
         "text_headline": text_headline(f), "text_movers": text_movers(f), "text_idle": text_idle(f),
         "text_restatement": text_restatement(f), "text_billed": text_billed(f),
-        "text_billed_restatement": text_billed_restatement(f), "billed": f.get("billed"), "noun": period.noun,
+        "text_billed_restatement": text_billed_restatement(f), "text_reconciliation": text_reconciliation(f),
+        "reconciliation": f.get("reconciliation"), "billed": f.get("billed"), "noun": period.noun,
         "average_label": average_label(f),
         "restatement": f.get("restatement"), "unsubscribe_url": None,
         "coverage": f["coverage"], "scope_label": f["scope"]["label"], "fleet": f["scope"]["fleet"],

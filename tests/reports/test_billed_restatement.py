@@ -92,3 +92,28 @@ def test_a_bill_for_a_closed_week_restates_it_team_by_team_in_the_billed_basis(w
 
     assert send_reports(now=NOW + timedelta(hours=3)).sent == []  # the same bill again: nothing restated
     assert not import_bill(_bill(), "again.csv").created
+
+
+def test_the_monthly_report_has_the_reconciliation_section_of_the_api(week, people, smtp_settings):
+    """A forced (provisional) edition of 2026-11 with the bill: per cluster the price card (the standard week's
+    capacity of n1 at 3.3333 x 8 GPUs x 168 h = 4479.9552) against the bill (7 x 480.00 = 3360.00), in cents, as
+    `/api/v1/reconciliation/?month=2026-11` has them; m1 (no price, no bill line) is a node without bill line."""
+    from apps.reports.periods import parse_period
+
+    sync_nodes(week, [N("n1", "aws:///us-east-1a/i-0n1"), N("m1", "aws:///us-east-1a/i-0m1")], START)
+    import_bill(_bill(), "aws-2026-11.csv")
+    ReportSubscription.objects.create(user=people.finance, email=people.finance.email, cadence="monthly")
+    send_reports(now=NOW, period=parse_period("2026-11"), force=True)
+    edition = ReportEdition.objects.get(period="2026-11", scope="all")
+    (prod,) = edition.figures["reconciliation"]["clusters"]
+    api = APIClient()
+    api.force_authenticate(people.finance)
+    (api_prod,) = api.get("/api/v1/reconciliation/", {"month": "2026-11"}).json()["clusters"]
+    for key in ("price_card_cost", "billed_cost", "variance"):
+        assert Decimal(prod[key]) == Decimal(str(api_prod[key])).quantize(Decimal("0.01")), key
+    assert (prod["price_card_cost"], prod["billed_cost"]) == ("4479.96", "3360.00")
+    assert prod["nodes_without_bill"] == api_prod["nodes_without_bill"] == ["m1"]
+    text = text_part(smtp_settings.messages[-1].message)
+    section = text.split("RECONCILIATION (EffectiveCost", 1)[1].split("\n\n", 1)[0]
+    assert "card $4,479.96" in section and "bill $3,360.00" in section and "variance -$1,119.96" in section
+    assert "1 GPU node(s) without bill line" in section
