@@ -6,5 +6,7 @@ urlpatterns = [
     path("api/v1/", include("gpufinops.api_urls")),
     path("", include("apps.monitoring.urls")),  # /metrics (Prometheus, protected) and /livez (liveness)
     path("", include("apps.findings.urls")),  # /findings/
+    path("", include("apps.billing.urls")),  # /reconciliation/
+    path("", include("apps.budgets.urls")),  # /budgets/
     path("", include("apps.dashboard.urls")),
 ]
