@@ -86,7 +86,7 @@ def showback_page(scope: Scope) -> dict[str, Any]:
     average, GPU-hours, idle %. A totals row."""
     cur = report(scope, ["team"])
     hist = history(scope, by=["team"])
-    prev_rep = report(scope, ["team"], window=hist.windows[0]) if hist.has[0] else None
+    prev_rep = report(scope, ["team"], window=hist.windows[0]) if hist.comparable[0] else None
     fleet = cur.capacity is not None and not scope.filtered
     by_team = cur.figures_by("team")
     teams = sorted(by_team, key=lambda t: (-by_team[t].cost, t))
