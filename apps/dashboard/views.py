@@ -31,6 +31,7 @@ from apps.dashboard.selectors.workloads import SORT_KEYS, workloads_page
 from apps.dashboard.tables import Block
 from apps.findings.selectors import FindingCounts, counts_for
 from apps.inventory.selectors import visible_clusters
+from apps.monitoring.selectors import last_preflight, last_preflights
 from apps.reports import archive as report_archive
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import clusters_missing_signal, data_status
@@ -257,7 +258,23 @@ def data_status_page(request: HttpRequest) -> HttpResponse:
         "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams_), "window": window,
         "errors": errors,
         "abandon_days": settings.GPUFINOPS_ABANDON_AFTER_DAYS,
+        "preflights": sorted(last_preflights().values(), key=lambda r: r.cluster.name) if request.user.is_staff
+        else [],
         "crumbs": [("Overview", reverse("dashboard:overview")), ("Data status", "")],
+    })
+
+
+@login_required
+def cluster_preflight(request: HttpRequest, cluster: str) -> HttpResponse:
+    """Staff only: the cluster's last preflight (`check_cluster`): each check, what was found, status, fix."""
+    run = last_preflight(cluster) if request.user.is_staff else None
+    if run is None:
+        raise Http404("no preflight of that cluster")
+    return render(request, "dashboard/preflight.html", {
+        "run": run, "failed": sum(1 for c in run.checks if c.get("status") == "fail"),
+        "warned": sum(1 for c in run.checks if c.get("status") == "warn"),
+        "crumbs": [("Overview", reverse("dashboard:overview")), ("Data status", reverse("dashboard:data-status")),
+                   (f"Preflight of {cluster}", "")],
     })
 
 

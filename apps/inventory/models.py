@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.common import secrets
+from apps.common.redaction import hide, redact_url, scrub
 
 
 class Cluster(models.Model):
@@ -20,8 +21,11 @@ class Cluster(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.KUBERNETES)
-    # Never holds credentials: `user:password@` is moved out of a URL into the encrypted field on save.
+    # Only scheme://host[:port], what people may see: on save `user:password@` moves into the encrypted credential
+    # and the path (which may be a key: /api/v1/<token>/prom) into prometheus_path_encrypted. A query or fragment
+    # is refused (a token belongs in the credential). The collector reads `prometheus_endpoint`.
     prometheus_url = models.URLField(max_length=500, blank=True)
+    prometheus_path_encrypted = models.TextField(blank=True, editable=False)
     # Bearer token or "user:password" for basic auth, encrypted (apps/common/secrets.py); read it through
     # `prometheus_auth`. Or a file holding it (a mounted Kubernetes Secret), read at collection time.
     prometheus_auth_encrypted = models.TextField(blank=True, editable=False)
@@ -41,10 +45,48 @@ class Cluster(models.Model):
         return self.name
 
     def save(self, *args, **kwargs) -> None:
-        url, userinfo = split_userinfo(self.prometheus_url)
-        if userinfo:
-            self.prometheus_url, self.prometheus_auth = url, userinfo
+        self.move_url_secrets()
         super().save(*args, **kwargs)
+
+    def move_url_secrets(self) -> None:
+        """Keep only scheme://host:port in `prometheus_url`: userinfo to the credential, the path encrypted.
+        A URL with a query or fragment is refused (ValidationError) before anything is stored."""
+        problem = prometheus_url_problem(self.prometheus_url)
+        if problem:
+            raise ValidationError({"prometheus_url": problem})
+        url, userinfo = split_userinfo(self.prometheus_url)
+        parts = urlsplit(url)
+        if userinfo:
+            self.prometheus_auth = userinfo
+        if parts.path.strip("/"):
+            self.prometheus_path_encrypted = secrets.encrypt(parts.path.rstrip("/"))
+        self.prometheus_url = urlunsplit((parts.scheme, parts.netloc, "", "", "")) if url else ""
+
+    def set_prometheus_url(self, url: str) -> None:
+        """A new Prometheus URL, replacing the stored path too (no path: none)."""
+        self.prometheus_path_encrypted = ""
+        self.prometheus_url = url
+        self.move_url_secrets()
+
+    @property
+    def prometheus_endpoint(self) -> str:
+        """The full URL the collector calls (with the decrypted path); never printed: use `prometheus_shown`."""
+        path = secrets.decrypt(self.prometheus_path_encrypted)
+        return self.prometheus_url.rstrip("/") + path if path else self.prometheus_url
+
+    def scrub(self, text: str) -> str:
+        """An error text about this cluster fit to log or store: no part of its Prometheus URL beyond the host, and
+        not its credential (a server may echo the Authorization header back in an error)."""
+        try:
+            endpoint, credential = self.prometheus_endpoint, self.prometheus_auth
+        except (secrets.SecretError, OSError):
+            endpoint, credential = "", ""
+        return hide(scrub(text, endpoint, self.prometheus_url), credential)
+
+    @property
+    def prometheus_shown(self) -> str:
+        """What pages, the admin, the API and logs print: scheme://host:port."""
+        return redact_url(self.prometheus_url)
 
     @property
     def prometheus_auth(self) -> str:
@@ -61,6 +103,19 @@ class Cluster(models.Model):
     @property
     def has_prometheus_auth(self) -> bool:
         return bool(self.prometheus_auth_encrypted or self.prometheus_auth_file)
+
+def prometheus_url_problem(url: str) -> str | None:
+    """Why a Prometheus URL cannot be stored (None when it can). Says nothing of the URL's secret parts."""
+    try:
+        parts = urlsplit(url or "")
+        parts.port  # noqa: B018  (raises ValueError on a bad port)
+    except ValueError:
+        return "The Prometheus URL cannot be parsed."
+    if parts.query or parts.fragment:
+        return ("A Prometheus URL with a query (?...) or fragment (#...) is refused: a token in the URL would be "
+                "printed. Put it in the credential (bearer token or user:password) or a credential file instead.")
+    return None
+
 
 def split_userinfo(url: str) -> tuple[str, str]:
     """`https://user:pass@host/x` -> (`https://host/x`, `user:pass`); URLs keep no credentials."""
@@ -95,7 +150,7 @@ class Node(models.Model):
     node_group = models.ForeignKey(NodeGroup, on_delete=models.CASCADE, related_name="nodes")
     gpu_model = models.CharField(max_length=200, blank=True)
     physical_gpus = models.PositiveIntegerField(default=0)
-    sharing = models.CharField(max_length=20, default="none")  # none|time-slicing|mps|mig-mixed|mig-single
+    sharing = models.CharField(max_length=20, default="none")  # none|time-slicing|mps|mig-mixed|mig-single|dra|hami
     labels = models.JSONField(default=dict, blank=True)
     capacity = models.JSONField(default=dict, blank=True)
     allocatable = models.JSONField(default=dict, blank=True)
@@ -105,6 +160,15 @@ class Node(models.Model):
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     gone = models.BooleanField(default=False)
+    # GPUs handed out by DRA claims and HAMi fractions, as last observed (empty on device-plugin nodes).
+    # dra_devices: the GPU devices its GPU drivers publish ({driver, pool, name, type, uuid, parent_uuid, profile,
+    # product_name, memory_bytes}); dra_held: names of those some allocated claim held.
+    dra_devices = models.JSONField(default=list, blank=True)
+    dra_held = models.JSONField(default=list, blank=True)
+    # hami_gpus: the GPUs HAMi registered ({uuid, count, memory_mib, cores, type, healthy}); hami_shares: GPU UUID
+    # -> its running tenants' shares added up (past 1: oversubscribed).
+    hami_gpus = models.JSONField(default=list, blank=True)
+    hami_shares = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["cluster", "name"]
@@ -140,15 +204,18 @@ class Team(models.Model):
 class NamespaceTeam(models.Model):
     """Explicit namespace-to-team mapping (ledger.md "Teams").
 
-    A plain mapping is used when neither pod nor namespace carries a team label. An *enforced* one wins
-    over both: tenants write labels, so an administrator can pin who pays for a namespace.
+    A mapping is *enforced* unless the operator marks the namespace self-labelling (`enforced=False`): it wins
+    over pod and namespace labels, because tenants write labels. In a self-labelling namespace the labels
+    decide and the mapping applies only to what carries none.
     """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True)
     namespace = models.CharField(max_length=253)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="namespaces")
     enforced = models.BooleanField(
-        default=False, help_text="Wins over pod and namespace labels; a label naming another team is reported."
+        default=True,
+        help_text="Wins over pod and namespace labels (a label naming another team is reported, not obeyed). "
+                  "Untick to make the namespace self-labelling: its tenants' team labels decide.",
     )
 
     class Meta:
@@ -158,7 +225,7 @@ class NamespaceTeam(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.namespace} -> {self.team.name}{' (enforced)' if self.enforced else ''}"
+        return f"{self.namespace} -> {self.team.name}{'' if self.enforced else ' (self-labelling)'}"
 
 
 class GpuPrice(models.Model):

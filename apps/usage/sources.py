@@ -62,7 +62,7 @@ class DeviceHealth:
     Counter fields are increases over the bucket (max - min of the counter; a counter reset overstates them).
     """
 
-    node: str  # the exporter's Hostname/hostname label
+    node: str  # the exporter's Hostname/hostname label: a node name, or the exporter pod's (no NODE_NAME)
     uuid: str
     xid_codes: tuple[int, ...] = ()  # non-zero XID codes seen (the last one and the highest: a code, not a count)
     clock_events: tuple[int, int, float] | None = None  # (min, max, mean) of the clock-event reasons bitmask
@@ -118,6 +118,11 @@ class MetricsSource(Protocol):
         """DCGM device series carrying a pod identity, each signal time-averaged over the bucket."""
         ...
 
+    def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
+        """Physical GPU UUID -> signal -> time-average over `[start, end)` of its series without a pod identity
+        (HAMi tenants are measured by their GPU's series: ledger.md)."""
+        ...
+
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
         """Whether any DCGM activity series existed in the bucket (with or without pod identity)."""
         ...
@@ -154,4 +159,9 @@ class MetricsSource(Protocol):
 
     def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
         """Device series without a pod identity whose default-signal activity averaged above `above`."""
+        ...
+
+    def pod_nodes(self, start: datetime, end: datetime, pods: Collection[str]) -> dict[str, str]:
+        """Pod name -> the node kube-state-metrics put it on in `[start, end)` (`kube_pod_info`), for the named
+        pods: where an exporter whose `Hostname` is its own pod name runs."""
         ...

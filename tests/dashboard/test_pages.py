@@ -366,3 +366,20 @@ def test_a_range_not_on_midnight_compares_with_the_previous_ranges_totals(as_use
     assert tiles["GPU cost (USD)"]["change"]["previous"] == money.cents(before.cost)
     shown = tiles["Allocated GPU-hours"]["change"]["previous"]
     assert abs(shown - Decimal(repr(before.allocated_gpu_hours))) <= Decimal("0.05")
+
+
+def test_a_leaderworkerset_is_one_workload_in_the_api_the_table_and_its_page(as_user):
+    """The demo's llama-70b is a LeaderWorkerSet (leader pod through its StatefulSet, worker through the leader
+    pod): one workload `LeaderWorkerSet/llama-70b` holding both pods' GPUs, nowhere a StatefulSet."""
+    fin = as_user("fin")
+    page = fin.get("/workloads/").content.decode()
+    assert "LeaderWorkerSet/llama-70b" in page and "StatefulSet/llama-70b" not in page
+    start, end = re.search(r'data-start="([^"]+)" data-end="([^"]+)"', page).groups()
+    api = fin.get("/api/v1/usage/", {"start": start, "end": end, "group_by": "workload,pod"}).json()
+    pods = {r["pod"]: r for r in api["results"] if r["workload"] == "LeaderWorkerSet/llama-70b"}
+    assert set(pods) == {"llama-70b-0", "llama-70b-0-1"}  # the leader and its worker
+    assert not [r for r in api["results"] if r["workload"].startswith("StatefulSet/llama-70b")]
+    detail = fin.get("/workloads/sim-demo/llm-serving/LeaderWorkerSet/llama-70b/")
+    assert detail.status_code == 200
+    body = detail.content.decode()
+    assert "llama-70b-0-1" in body and "llama-70b-0" in body

@@ -295,6 +295,18 @@ class _FindingQueries:
             out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
         return out
 
+    def pod_nodes(self, start: datetime, end: datetime, pods: Collection[str]) -> dict[str, str]:
+        if not pods:
+            return {}
+        rng, at = window(start, end)
+        names = f'{{pod=~"{_regex(pods)}"}}' if len(pods) <= MAX_REGEX_NAMES else ""
+        out: dict[str, str] = {}
+        for r in self.query(f"max by (pod, node) (max_over_time(kube_pod_info{names}[{rng}]))", at):
+            pod, node = r["metric"].get("pod", ""), r["metric"].get("node", "")
+            if pod in pods and node:
+                out.setdefault(pod, node)
+        return out
+
     def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
         rng, at = window(start, end)
         signal = default_signal()
@@ -340,7 +352,7 @@ class PrometheusSource(_FindingQueries):
         self.cluster = cluster
         self.metrics = {**DEFAULT_METRICS, **(cluster.metric_names or {})}
         self.prom = PrometheusConnect(
-            url=cluster.prometheus_url,
+            url=cluster.prometheus_endpoint,
             headers=headers or None,
             disable_ssl=not cluster.prometheus_verify_tls,
             timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT,
@@ -362,12 +374,30 @@ class PrometheusSource(_FindingQueries):
         try:
             result = self.prom.custom_query(query=promql, params={"time": at.timestamp()})
         except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
-            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {str(exc)[:300]}") from exc
+            # requests quotes the URL's path and query in its messages: scrubbed before truncating (a cut secret is
+            # still a secret), and not chained (a logged traceback would print the original).
+            said = self.cluster.scrub(str(exc))
+            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {said[:300]}") from None
         if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
             raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
         with self._counting:
             self.samples += len(result)
         return result
+
+    def status(self, name: str) -> dict[str, Any]:
+        """`/api/v1/status/<name>` (`buildinfo`, `flags`): the preflight's view of the server itself."""
+        try:
+            response = self.prom._session.get(f"{self.prom.url}/api/v1/status/{name}", headers=self.prom.headers,
+                                              timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT)
+            response.raise_for_status()
+            body = response.json()
+        except Exception as exc:  # connection, HTTP and JSON errors alike
+            said = self.cluster.scrub(str(exc))
+            raise PrometheusError(f"Prometheus status/{name} failed ({type(exc).__name__}): {said[:300]}") from None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise PrometheusError(f"malformed Prometheus answer for status/{name}")
+        return data
 
     def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]]]:
         """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at
@@ -407,7 +437,8 @@ class PrometheusSource(_FindingQueries):
             if ratio < -1e-9 or ratio > 1.0 + 1e-6:
                 self.warnings.append(f"{signal}: value {v} out of range for {ns}/{pod} {uuid}; not counted")
                 continue
-            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""))
+            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""),
+                   m.get("dra_mig_device_uuid", ""))
             out[key] = ratio
             if self.pod_labels is None:
                 self.pod_labels = "exported" if m.get("exported_pod") else "plain"
@@ -423,8 +454,32 @@ class PrometheusSource(_FindingQueries):
         facts = []
         for key in sorted(keys):
             values = {s: per_signal[s][key] for s in SIGNALS if key in per_signal[s]}
-            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5]))
+            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5],
+                                    device_uuid=key[6]))
         return facts
+
+    def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
+        """Per physical GPU of `uuids`, each signal time-averaged over `[start, end)` from its series without a
+        pod (whole-GPU series: no GPU instance). What HAMi tenants are measured by: dcgm-exporter names none."""
+        if not uuids:
+            return {}
+        rng, at = window(start, end)
+        if self.pod_labels is None:
+            exported = self.query(f'count(last_over_time({self.metrics[SIGNALS[0]]}{{exported_pod!=""}}[{rng}]))', at)
+            self.pod_labels = "exported" if exported else "plain"
+        unheld = 'exported_pod=""' if self.pod_labels == "exported" else 'pod="",exported_pod=""'
+        names = _regex(uuids)
+        queries = [(f'max by (UUID) (avg_over_time({self.metrics[s]}{{{unheld},GPU_I_ID="",UUID=~"{names}"}}'
+                    f'[{rng}]))', at) for s in SIGNALS]
+        out: dict[str, dict[str, float]] = {}
+        for signal, answer in zip(SIGNALS, self.query_all(queries), strict=True):
+            scale = SIGNAL_SCALE.get(signal, 1.0)
+            for r in answer:
+                v, uuid = _value(r), r["metric"].get("UUID", "")
+                if v is None or not uuid or not (-1e-9 <= v * scale <= 1.0 + 1e-6):
+                    continue
+                out.setdefault(uuid, {})[signal] = v * scale
+        return out
 
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
         rng, at = window(start, end)

@@ -4,7 +4,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import URLValidator
 
-from apps.inventory.models import Cluster
+from apps.common.redaction import redact_url
+from apps.ingest.preflight import run_preflight, table
+from apps.inventory.models import Cluster, prometheus_url_problem
 
 
 class Command(BaseCommand):
@@ -28,12 +30,18 @@ class Command(BaseCommand):
             "--metric", action="append", default=[], metavar="SIGNAL=METRIC",
             help="override a DCGM metric name, e.g. sm_active=DCGM_FI_PROF_SM_UTIL_RATIO",
         )
+        parser.add_argument("--no-preflight", action="store_true",
+                            help="do not run the preflight (check_cluster) after saving")
 
     def handle(self, *args, **opts):
         try:
             URLValidator(schemes=["http", "https"])(opts["prometheus_url"])
-        except ValidationError as exc:
-            raise CommandError(f"--prometheus-url is not an http(s) URL: {opts['prometheus_url']!r}") from exc
+        except ValidationError:
+            raise CommandError(
+                f"--prometheus-url is not an http(s) URL: {redact_url(opts['prometheus_url'])}") from None
+        problem = prometheus_url_problem(opts["prometheus_url"])
+        if problem:
+            raise CommandError(problem)
         if opts["in_cluster"] and opts["kubeconfig"]:
             raise CommandError("--in-cluster and --kubeconfig exclude each other")
         metrics = {}
@@ -46,7 +54,7 @@ class Command(BaseCommand):
         created = cluster is None
         cluster = cluster or Cluster(name=opts["name"])
         cluster.source = Cluster.Source.KUBERNETES
-        cluster.prometheus_url = opts["prometheus_url"].rstrip("/")
+        cluster.set_prometheus_url(opts["prometheus_url"].rstrip("/"))
         cluster.prometheus_auth_file = opts["prometheus_auth_file"]
         if opts["prometheus_auth"]:
             cluster.prometheus_auth = opts["prometheus_auth"]
@@ -60,3 +68,9 @@ class Command(BaseCommand):
             raise CommandError("; ".join(exc.messages)) from exc
         cluster.save()
         self.stdout.write(f"{'created' if created else 'updated'} cluster {cluster.name}")
+        if not opts["no_preflight"]:
+            # Told, never blocking: the cluster is saved whatever the preflight finds (check_cluster exits non-zero).
+            try:
+                self.stdout.write(table(run_preflight(cluster)))
+            except Exception as exc:  # the preflight must never undo or fail the add
+                self.stderr.write(f"preflight could not run: {type(exc).__name__}: {str(exc)[:300]}")
