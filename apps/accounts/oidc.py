@@ -81,6 +81,13 @@ class IdentityProviderBackend(OIDCAuthenticationBackend):
             log.warning("company sign-in refused: %s", exc)
             return None
 
+    def verify_token(self, token: Any, **kwargs: Any) -> Any:
+        try:
+            return super().verify_token(token, **kwargs)
+        except (jwt.PyJWTError, KeyError, TypeError, ValueError) as exc:
+            # Garbage, a header without `kid`, a key of the wrong kind: a refusal, never a server error.
+            raise SuspiciousOperation(f"ID token refused: {type(exc).__name__}") from None
+
     def _verify_jws(self, payload: Any, key: Any) -> dict[str, Any]:
         header = jwt.get_unverified_header(payload)
         if header.get("alg") != self.OIDC_RP_SIGN_ALGO:

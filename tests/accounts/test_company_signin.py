@@ -56,7 +56,7 @@ def submit_forms(session: requests.Session, response: requests.Response, login: 
         fields = {a["name"]: html.unescape(a.get("value", "")) for a in attrs if "name" in a}
         if "login" in fields:
             fields.update(login=login, password="any-password")
-        if "logout" in inner and "logout" not in fields:
+        if "xsrf" in fields:  # the provider's end-session page: "Yes, sign me out" (a button outside the form)
             fields["logout"] = "yes"
         response = session.post(urljoin(response.url, html.unescape(action)), data=fields, timeout=10)
     raise AssertionError(f"never got back to {stop_at}: {response.url}")
