@@ -192,7 +192,8 @@ CONTENT_SECURITY_POLICY = {
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": ["'self'"],
+        # Signing out posts here and continues at the identity provider's end-session page (apps/accounts/oidc.py).
+        "form-action": ["'self'", *([GPUFINOPS_OIDC_ISSUER] if GPUFINOPS_OIDC_ISSUER else [])],
     }
 }
 

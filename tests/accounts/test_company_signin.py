@@ -4,6 +4,7 @@ ID token refused, logout at both ends, local accounts turned off (issue 23)."""
 
 from __future__ import annotations
 
+import copy
 import html
 import re
 from datetime import timedelta
@@ -32,6 +33,9 @@ def provider(live_server, tmp_path, settings):
     settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
     settings.AUTHENTICATION_BACKENDS = BACKENDS
     settings.ALLOWED_HOSTS = ["*"]
+    policy = copy.deepcopy(settings.CONTENT_SECURITY_POLICY)
+    policy["DIRECTIVES"]["form-action"].append(idp.issuer)  # as settings.py does for a configured issuer
+    settings.CONTENT_SECURITY_POLICY = policy
     oidc._discovered.clear()
     yield idp
     idp.close()
@@ -162,3 +166,31 @@ def test_local_accounts_can_be_turned_off(provider, live_server, settings):
                                                        "csrfmiddlewaretoken": csrf},
                      headers={"Referer": f"{live_server.url}{url}"}, timeout=10)
         assert signed_in_user(live_server, session) is None, url
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_whole_flow_in_a_browser(provider, live_server, browser):
+    """Headless Chromium: the sign-in page's company button, the provider's login and consent pages, the
+    dashboard as the provider's person with the team from their group, and signing out at both ends."""
+    provider.set_accounts({"erin": {"email": "erin@example.com", "groups": ["gpufinops-team-vision"]}})
+    browser.goto(f"{live_server.url}/accounts/login/")
+    browser.wait_for("!!document.querySelector('#company-signin')")
+    browser.eval("document.querySelector('#company-signin').click()")
+    browser.wait_for(f"location.href.startsWith({provider.issuer!r}) && !!document.querySelector('input[name=login]')")
+    browser.eval("document.querySelector('input[name=login]').value = 'erin';"
+                 "document.querySelector('input[name=password]').value = 'any-password';"
+                 "document.querySelector('input[name=login]').form.submit()")
+    browser.wait_for("!!document.querySelector('button[type=submit]') && "
+                     "!document.querySelector('input[name=login]') || location.port !== " + repr(provider.issuer[-5:]))
+    if browser.eval(f"location.href.startsWith({provider.issuer!r})"):  # the consent page
+        browser.eval("document.querySelector('form').submit()")
+    browser.wait_for(f"location.href.startsWith({live_server.url!r}) && document.readyState === 'complete' && "
+                     "!!document.querySelector('.nav-user')")
+    assert browser.eval("document.querySelector('.nav-user').textContent.trim()") == "erin"
+    assert set(User.objects.get(username="erin").teams.values_list("name", flat=True)) == {"vision"}
+
+    browser.eval("document.querySelector('.nav-form').submit()")
+    browser.wait_for(f"location.href.startsWith({provider.issuer!r}) && !!document.querySelector('form')")
+    browser.eval("document.querySelector('button[name=logout]').click()")
+    browser.wait_for(f"location.href.startsWith({live_server.url!r}) && document.readyState === 'complete'")
+    assert not browser.eval("!!document.querySelector('.nav-user')")
