@@ -194,3 +194,17 @@ def test_the_whole_flow_in_a_browser(provider, live_server, browser):
     browser.eval("document.querySelector('button[name=logout]').click()")
     browser.wait_for(f"location.href.startsWith({live_server.url!r}) && document.readyState === 'complete'")
     assert not browser.eval("!!document.querySelector('.nav-user')")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_callback_with_a_foreign_state_or_garbage_signs_nobody_in(provider, live_server):
+    provider.set_accounts({"frank": {"email": "f@example.com", "groups": []}})
+    session = requests.Session()
+    start = session.get(f"{live_server.url}/oidc/authenticate/", allow_redirects=False, timeout=10)
+    assert "code_challenge=" in start.headers["Location"] and "code_challenge_method=S256" in start.headers["Location"]
+    assert "state=" in start.headers["Location"] and "nonce=" in start.headers["Location"]
+    for query in ("code=stolen&state=not-the-one-we-sent", "code=&state=", "error=access_denied&state=x",
+                  "code=%00&state=%ff", "state=" + "x" * 5000):
+        answer = session.get(f"{live_server.url}/oidc/callback/?{query}", timeout=10)
+        assert answer.status_code < 500, query
+        assert signed_in_user(live_server, session) is None, query
