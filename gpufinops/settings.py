@@ -278,6 +278,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Money as decimal strings in every answer (apps.common.renderers.DecimalJSONRenderer).
+    "DEFAULT_RENDERER_CLASSES": [
+        "apps.common.renderers.DecimalJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": envstr("GPUFINOPS_API_RATE", "100000/hour")},

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import cache
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
+from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
 from tests.harness.smtp import SmtpServer, start_smtp_server
 from tests.harness.worker import CeleryWorker, database_url_from_settings
 
@@ -32,6 +34,31 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test_gpufinops.sqlite3")
 
 
+@pytest.fixture(scope="session")
+def django_db_keepdb(request, django_db_modify_db_settings) -> bool:
+    """Keep (do not create) the test database with --reuse-db, or when it was restored from the migrated SQLite
+    database cached for these migrations (tests/harness/cache.py): migrating it then only confirms it."""
+    from django.conf import settings
+
+    if request.config.getvalue("reuse_db"):
+        return True
+    entry = cache.migrated_sqlite_entry()
+    if entry is None or not entry.exists() or request.config.getvalue("create_db"):
+        return False
+    cache.copy_sqlite(entry, Path(settings.DATABASES["default"]["TEST"]["NAME"]))
+    return True
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_keepdb) -> None:
+    """pytest-django's, then the migrated SQLite database cached for the next session when it was made here."""
+    from django.db import connection
+
+    entry = cache.migrated_sqlite_entry()
+    if entry is not None and not entry.exists():
+        cache.copy_sqlite(Path(connection.settings_dict["NAME"]), entry)
+
+
 @pytest.fixture
 def postgres_db(db) -> None:
     """The test database, which must be PostgreSQL (skip locally on SQLite, fail in CI)."""
@@ -39,6 +66,33 @@ def postgres_db(db) -> None:
 
     if connection.vendor != "postgresql":
         require_service("postgresql", "DATABASE_URL is not a postgres:// URL (the suite is running on SQLite)")
+
+
+@pytest.fixture(scope="session")
+def shared_rows(django_db_setup, django_db_blocker) -> Iterator[SharedRows]:
+    """Worlds of rows built once and shared by consecutive tests (tests/harness/shared_rows.py)."""
+    global _SHARED_ROWS
+    _SHARED_ROWS = SharedRows(django_db_blocker)
+    yield _SHARED_ROWS
+    _SHARED_ROWS.release()
+    _SHARED_ROWS = None
+
+
+_SHARED_ROWS: SharedRows | None = None
+
+
+@pytest.fixture(autouse=True)
+def _shared_world_first(request) -> None:
+    """A test's shared world is opened before any of its fixtures writes a row (before `db`'s transaction)."""
+    for name in sorted(WORLD_FIXTURES.intersection(request.fixturenames)):
+        request.getfixturevalue(name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A shared world is rolled back before a test that does not use it (it never sees the world's rows)."""
+    if _SHARED_ROWS is not None:
+        _SHARED_ROWS.release_for(item)
 
 
 @pytest.fixture(scope="session")
