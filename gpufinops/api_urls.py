@@ -2,9 +2,11 @@
 renderings are the project's (like every /api/v1/ route, they need a login). Route names are namespaced
 by app: `reverse("usage-api:usage")`."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
+
+from apps.common.api import NoSuchEndpoint
 
 urlpatterns = [
     path("", include(("apps.usage.api.urls", "usage-api"))),
@@ -24,4 +26,6 @@ urlpatterns = [
         SpectacularRedocView.as_view(url_name="schema", permission_classes=[IsAuthenticated]),
         name="api-redoc",
     ),
+    # Last: any other path (ending in a slash; without one APPEND_SLASH redirects first) is a JSON 404.
+    re_path(r"^(?:.*/)?$", NoSuchEndpoint.as_view()),
 ]

@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Cache-Control: no-store on every answer to a signed-in person (apps/accounts/middleware.py).
+    "apps.accounts.middleware.NoStoreWhenSignedIn",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -94,6 +96,9 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # After Django's builtins, so its `urlize` wins: the browsable API links no URL in tenant-written
+            # names (apps/common/templatetags/nolinks.py).
+            "builtins": ["apps.common.templatetags.nolinks"],
         },
     },
 ]
@@ -242,6 +247,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Money as decimal strings in every answer (apps.common.renderers.DecimalJSONRenderer).
+    "DEFAULT_RENDERER_CLASSES": [
+        "apps.common.renderers.DecimalJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": envstr("GPUFINOPS_API_RATE", "100000/hour")},
@@ -391,7 +401,11 @@ LOG_FORMAT = envstr("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "apps.monitoring.logs.ContextFilter"}},
+    "filters": {
+        "context": {"()": "apps.monitoring.logs.ContextFilter"},
+        # urllib3 prints request paths and URLs (a webhook's key, a Prometheus path token): cut to the host.
+        "http_client": {"()": "apps.common.redaction.HttpClientLogFilter"},
+    },
     "formatters": {
         "plain": {"()": "apps.monitoring.logs.PlainFormatter"},
         "json": {"()": "apps.monitoring.logs.JsonFormatter"},
@@ -404,5 +418,11 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        **{name: {"filters": ["http_client"]} for name in (
+            "urllib3.connectionpool", "urllib3.connection", "urllib3.poolmanager", "urllib3.response",
+            "urllib3.util.retry",
+        )},
+    },
 }

@@ -119,9 +119,10 @@ def set_price(gpu_model: str, usd: Decimal, effective_from: date, cluster: Clust
     return price
 
 
-def map_namespace(namespace: str, team_name: str, *, cluster: Cluster | None = None, enforced: bool = False,
+def map_namespace(namespace: str, team_name: str, *, cluster: Cluster | None = None, enforced: bool = True,
                   create_team: bool = False) -> NamespaceTeam:
-    """Map `namespace` (in `cluster`, or in every cluster) to a team; `enforced` makes it win over labels.
+    """Map `namespace` (in `cluster`, or in every cluster) to a team. Enforced (the default) wins over labels;
+    `enforced=False` makes the namespace self-labelling (labels decide, the mapping covers what has none).
 
     Raises ValidationError for a team name that is not a valid label value, or an unknown team without
     `create_team`.

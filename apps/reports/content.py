@@ -28,7 +28,7 @@ from django.conf import settings
 
 from apps.findings.selectors import TeamInfraLoss, infra_loss_by_team
 from apps.reports import focus, statement
-from apps.reports.periods import WEEKLY, Period, PeriodState, period_state
+from apps.reports.periods import Period, PeriodState, comparison_periods, period_state
 from apps.reports.selectors import IdleItem, top_idle
 from apps.reports.statement import UNALLOCATED
 from apps.usage import money
@@ -88,12 +88,6 @@ class Content:
     csv: bytes
     focus: bytes
     content_sha256: str
-
-
-def comparison_periods(period: Period) -> list[Period]:
-    """The previous 4 weeks (or 3 months): the average a period is compared with."""
-    n = 4 if period.kind == WEEKLY else 3
-    return [period.previous(i) for i in range(1, n + 1)]
 
 
 def _has_ledger(period: Period) -> bool:
@@ -224,9 +218,8 @@ def links(period: Period, scope_key: str, version: int | None) -> dict[str, str]
     """Absolute links for the e-mail (GPUFINOPS_BASE_URL), never repository paths."""
     base = settings.GPUFINOPS_BASE_URL.rstrip("/")
     query = f"?scope={scope_key}" + (f"&version={version}" if version else "")
-    days = 7 if period.kind == WEEKLY else 30
-    return {
-        "dashboard": f"{base}/?days={days}",
+    return {  # the dashboard over the report's own period: the same bounds, the same figures
+        "dashboard": f"{base}/?period={period.label}",
         "archive": f"{base}/reports/?period={period.label}",
         "data_status": f"{base}/data-status/",
         "api": f"{base}/api/v1/reports/{period.label}/{query}",

@@ -64,8 +64,12 @@ def apportion(values: Sequence[StoredMoney], total: StoredMoney = None) -> list[
     out = list(floors)
     if not order:
         return out
+    # |left| cents go round `order` (from the largest remainder; taken back from the smallest when negative):
+    # every row gets `rounds` of them, the first `extra` rows one more. Arithmetic, not one step per cent:
+    # inconsistent data (a total far from the rows' sum) must not cost a loop iteration per cent.
     step = CENT if left >= 0 else -CENT
-    for k in range(abs(left)):
-        i = order[k % len(order)] if left >= 0 else order[-1 - k % len(order)]
-        out[i] += step
+    rounds, extra = divmod(abs(left), len(order))
+    ranked = order if left >= 0 else order[::-1]
+    for position, i in enumerate(ranked):
+        out[i] += step * (rounds + (1 if position < extra else 0))
     return out

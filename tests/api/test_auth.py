@@ -53,7 +53,7 @@ def test_it_answers_401_to_an_expired_token(ledger):
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     response = client.get("/api/v1/teams/")
     assert response.status_code == 401
-    assert response.json() == {"detail": "Token has expired."}
+    assert response.json() == {"detail": "Token has expired.", "errors": {}}
 
 
 def test_it_answers_401_to_an_inactive_user(ledger):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
+from apps.common.periods import last_days, span
 from apps.dashboard import charts
-from apps.dashboard.scope import last_days, parse_window, span
+from apps.dashboard.scope import parse_window
 from apps.dashboard.tables import Block, Column, format_cell
 
 

@@ -158,7 +158,9 @@ def _pod(demo, name):
 
 
 def test_it_names_every_workload_by_its_top_controller(demo):
-    assert expected_workload(_pod(demo, "llama-70b")) == "Deployment/llama-70b"  # ReplicaSet -> Deployment
+    assert expected_workload(_pod(demo, "asr")) == "Deployment/asr"  # ReplicaSet -> Deployment
+    assert expected_workload(_pod(demo, "llama-70b-0")) == "LeaderWorkerSet/llama-70b"  # the leader
+    assert expected_workload(_pod(demo, "llama-70b-0-1")) == "LeaderWorkerSet/llama-70b"  # its worker
     assert expected_workload(_pod(demo, "thumbs-000")) == "CronJob/thumbs"  # Job -> CronJob
     assert expected_workload(_pod(demo, "embed-shards-shard-1-0")) == "JobSet/embed-shards"  # Job -> JobSet
     assert expected_workload(_pod(demo, "llama-sft-worker-0")) == "PyTorchJob/llama-sft"

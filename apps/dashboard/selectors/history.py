@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -67,10 +66,8 @@ def history(scope: Scope, *, by: Sequence[str] = (), signal: str | None = None,
                      signal=signal, filters=filters)
         index = {}
         for i, w in enumerate(windows):
-            d = w.start.date()
-            while d < w.end.date():
+            for d in w.dates():
                 index[d.isoformat()] = i
-                d += timedelta(days=1)
         for r in rep.results:
             n = index.get(r.group["day"])
             if n is None:

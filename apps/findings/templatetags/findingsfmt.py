@@ -82,7 +82,10 @@ def summary(f) -> str:
     if f.kind == "borrowed_idle":
         return f"borrowed {float(d.get('borrowed_gpu_hours', 0)):,.1f} GPU-h while idle"
     if f.kind == "missing_signal":
-        return f"{d.get('reason', '')}: enable {d.get('metric', '')} ({d.get('fix', '')})"
+        return f"{d.get('reason', '')}: {d.get('fix', '')}"
+    if f.kind == "team_label_rejected" and d.get("reason") == "other_team":
+        return (f"label {d.get('label', '')!r} names another team than its namespace's; "
+                f"charged to {d.get('charged_to', '')}")
     if f.kind == "team_label_rejected":
         return f"label {d.get('label', '')!r} not obeyed ({d.get('reason', '')}); charged to {d.get('charged_to', '')}"
     return ""

@@ -14,7 +14,7 @@ from django.utils import timezone
 from apps.common.timeutils import HOUR, floor_hour, hours_between
 from apps.inventory.models import Cluster
 from apps.inventory.selectors import visible_clusters
-from apps.usage.activity import DEFAULT_METRICS, default_signal
+from apps.usage.activity import DEFAULT_METRICS, MetricsFix, default_signal, metrics_fix
 from apps.usage.figures import coverage
 from apps.usage.models import Bucket, UsageDay
 
@@ -138,6 +138,11 @@ class MissingSignal:
     signal: str
     metric: str
     since: datetime  # the oldest recent bucket without it
+
+    @property
+    def fix(self) -> MetricsFix:
+        """The metrics-list line to add, and where (the chart's customMetrics, the Operator's ConfigMap)."""
+        return metrics_fix(self.metric)
 
 
 def clusters_missing_signal(
