@@ -145,6 +145,7 @@ def test_it_is_deterministic_from_the_seed():
     assert dcgm_samples(a, t) != dcgm_samples(c, t)
 
 
+@pytest.mark.slow
 def test_it_builds_the_large_scenario_with_ten_thousand_gpus():
     sc = build_scenario("large", seed=0, end=END)
     assert len(sc.nodes) == 1250 and sum(n.gpus for n in sc.nodes) == 10000
