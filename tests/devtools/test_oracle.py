@@ -12,6 +12,7 @@ from devtools.simulator.exposition import dcgm_samples
 from devtools.simulator.objects import k8s_objects
 from devtools.simulator.scenarios import build_scenario
 from tests.devtools.conftest import END
+from tests.harness import cache
 from tests.oracle import (
     HARDWARE_XIDS,
     expected_findings,
@@ -23,10 +24,16 @@ from tests.oracle import (
     expected_workload,
 )
 
+# The oracle's answers over the demo are pure functions of the simulator's and the oracle's code (the demo is built
+# from fixed arguments): cached on disk by content (tests/harness/cache.py).
+ORACLE_SOURCES = cache.source_files("devtools/simulator", "tests/oracle")
+DEMO_ARGS = ["demo", "seed=0", END.isoformat()]
+
 
 @pytest.fixture(scope="module")
 def ledger(demo):
-    return expected_ledger(demo, demo.start, demo.end)
+    return cache.pickled("oracle-ledger", lambda: expected_ledger(demo, demo.start, demo.end), parts=DEMO_ARGS,
+                         files=ORACLE_SOURCES)
 
 
 def test_it_keeps_the_ledger_identities(ledger, demo):
@@ -197,7 +204,8 @@ def test_its_usage_by_workload_adds_up_to_the_teams(demo):
 
 @pytest.fixture(scope="module")
 def findings(demo):
-    return expected_findings(demo, demo.start, demo.end)
+    return cache.pickled("oracle-findings", lambda: expected_findings(demo, demo.start, demo.end), parts=DEMO_ARGS,
+                         files=ORACLE_SOURCES)
 
 
 def _hours(demo, f):
