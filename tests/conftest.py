@@ -342,7 +342,7 @@ def browser():
 
 # Fixtures that start or need a real service (a database server, Redis, a Celery worker, Prometheus, an SMTP
 # server, a browser, a simulated cluster over HTTP): a test using any of them is marked `services`, so
-# `pytest -m "not services"` runs the rest in well under a minute.
+# `make test-fast` (`pytest -m "not services and not slow"`) runs the rest.
 SERVICE_FIXTURES = frozenset({
     "postgres_db", "test_database_url", "redis_url", "clean_redis", "celery_broker", "celery_worker_factory",
     "celery_worker_proc", "prometheus_factory", "smtp_server", "smtp_settings", "browser", "live_server",
