@@ -308,6 +308,8 @@ def set_ends(cluster: Cluster) -> None:
 # slowest GPU when it began), the holder with the most GPU-hours for unhealthy GPUs, else its last hour's.
 FIRST_IDENTITY = frozenset({Kind.STRAGGLER})
 HOLDER = "holder:"
+# Kinds about a GPU that name the holder (or tenant) with the most GPU-hours over the run.
+HOLDER_KINDS = frozenset({Kind.UNHEALTHY_GPU, Kind.OVERSUBSCRIBED_GPU})
 
 
 def _tags(detail: Mapping | None) -> list[str]:
@@ -356,8 +358,9 @@ def _take_first(run: Finding, f: FindingHour | HourFinding) -> None:
 
 
 def _holder_identity(run: Finding) -> None:
-    """Unhealthy GPUs: the holder with the most GPU-hours over the run (ties: by team, namespace, pod)."""
-    if run.kind != Kind.UNHEALTHY_GPU:
+    """Unhealthy and oversubscribed GPUs: the holder with the most GPU-hours over the run (ties: by team,
+    namespace, pod)."""
+    if run.kind not in HOLDER_KINDS:
         return
     holders = [(Decimal(v), k[len(HOLDER):].split("|", 3)) for k, v in (run.detail or {}).get("sums", {}).items()
                if k.startswith(HOLDER)]
@@ -464,7 +467,7 @@ def runs_from_rows(rows: Sequence[FindingHour]) -> list[dict]:
         if row.kind not in FIRST_IDENTITY:
             run.update({n: getattr(row, n) for n in IDENTITY})
     for run in out:
-        if run["kind"] == Kind.UNHEALTHY_GPU:
+        if run["kind"] in HOLDER_KINDS:
             probe = Finding(kind=run["kind"], detail=run["detail"])
             _holder_identity(probe)
             run.update({n: getattr(probe, n) for n in ("team", "namespace", "workload", "pod")})
