@@ -278,6 +278,16 @@ GPUFINOPS_NODE_GROUP_LABELS = envlist(
     ],
 )
 GPUFINOPS_MIG_WEIGHT_BY_MEMORY = envbool("GPUFINOPS_MIG_WEIGHT_BY_MEMORY", False)
+# GPUs handed out by claims and fractions (ledger.md "GPUs handed out by claims (DRA) and by fractions (HAMi)"):
+# the DRA drivers whose ResourceSlices publish GPUs; what a HAMi fraction is worth (cores, memory or the larger)
+# and HAMi's resource names (its chart lets operators rename them).
+GPUFINOPS_DRA_GPU_DRIVERS = envlist("GPUFINOPS_DRA_GPU_DRIVERS", ["gpu.nvidia.com"])
+GPUFINOPS_HAMI_SHARE = envstr("GPUFINOPS_HAMI_SHARE", "cores")
+GPUFINOPS_HAMI_VGPU_RESOURCE = envstr("GPUFINOPS_HAMI_VGPU_RESOURCE", "nvidia.com/gpu")
+GPUFINOPS_HAMI_CORES_RESOURCE = envstr("GPUFINOPS_HAMI_CORES_RESOURCE", "nvidia.com/gpucores")
+GPUFINOPS_HAMI_MEMORY_RESOURCE = envstr("GPUFINOPS_HAMI_MEMORY_RESOURCE", "nvidia.com/gpumem")
+GPUFINOPS_HAMI_MEMORY_PERCENTAGE_RESOURCE = envstr("GPUFINOPS_HAMI_MEMORY_PERCENTAGE_RESOURCE",
+                                                   "nvidia.com/gpumem-percentage")
 GPUFINOPS_IDLE_THRESHOLD = envfloat("GPUFINOPS_IDLE_THRESHOLD", 0.01)
 GPUFINOPS_IDLE_MIN_HOURS = envint("GPUFINOPS_IDLE_MIN_HOURS", 2)
 # How far back an idle streak is followed (bounded work per page load).

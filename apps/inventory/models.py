@@ -95,7 +95,7 @@ class Node(models.Model):
     node_group = models.ForeignKey(NodeGroup, on_delete=models.CASCADE, related_name="nodes")
     gpu_model = models.CharField(max_length=200, blank=True)
     physical_gpus = models.PositiveIntegerField(default=0)
-    sharing = models.CharField(max_length=20, default="none")  # none|time-slicing|mps|mig-mixed|mig-single
+    sharing = models.CharField(max_length=20, default="none")  # none|time-slicing|mps|mig-mixed|mig-single|dra|hami
     labels = models.JSONField(default=dict, blank=True)
     capacity = models.JSONField(default=dict, blank=True)
     allocatable = models.JSONField(default=dict, blank=True)
@@ -105,6 +105,15 @@ class Node(models.Model):
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     gone = models.BooleanField(default=False)
+    # GPUs handed out by DRA claims and HAMi fractions, as last observed (empty on device-plugin nodes).
+    # dra_devices: the GPU devices its GPU drivers publish ({driver, pool, name, type, uuid, parent_uuid, profile,
+    # product_name, memory_bytes}); dra_held: names of those some allocated claim held.
+    dra_devices = models.JSONField(default=list, blank=True)
+    dra_held = models.JSONField(default=list, blank=True)
+    # hami_gpus: the GPUs HAMi registered ({uuid, count, memory_mib, cores, type, healthy}); hami_shares: GPU UUID
+    # -> its running tenants' shares added up (past 1: oversubscribed).
+    hami_gpus = models.JSONField(default=list, blank=True)
+    hami_shares = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["cluster", "name"]

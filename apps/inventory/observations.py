@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from apps.inventory.gpus.dra import DraInventory
+from apps.inventory.gpus.dra_claims import Consumer, HeldDevice
 from apps.inventory.workloads import workload_of
 
 # ---- Kubernetes core objects ----
@@ -27,6 +29,7 @@ class NodeInfo:
     ready: bool
     unschedulable: bool
     created: datetime | None
+    hami_register: str = ""  # annotation `hami.io/node-nvidia-register` as written ("" on a node HAMi does not run)
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,65 @@ class PodInfo:
     scheduling_message: str = ""
     node_selector: dict[str, str] = field(default_factory=dict)
     owner: tuple[str, str] | None = None  # (kind, name) of its controller (ownerReferences, controller: true)
+    # DRA: the ResourceClaims (in its namespace) it consumes (gpus.dra_claims.pod_claim_names), and the
+    # (container, resource) pairs of its requests a claim serves (extended resources), counted from the claim.
+    claims: tuple[str, ...] = ()
+    claim_served: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)
 class NamespaceInfo:
     name: str
     labels: dict[str, str]
+
+
+# ---- resource.k8s.io objects (DRA), of whichever version the server serves ----
+
+
+@dataclass(frozen=True)
+class ClaimInfo:
+    """A ResourceClaim as one read showed it, reduced by the DRA rules (gpus.dra_claims)."""
+
+    uid: str
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    allocated: bool  # has `status.allocation` (it may hold devices with no pod consuming it)
+    devices: tuple[HeldDevice, ...]  # the GPU devices its allocation holds (adminAccess results hold none)
+    consumers: tuple[Consumer, ...]  # the pods of `status.reservedFor`
+    created: datetime | None = None
+
+    @property
+    def node(self) -> str:
+        return self.devices[0].node if self.devices else ""
+
+
+@dataclass(frozen=True)
+class DraObjects:
+    """What the cluster's `resource.k8s.io` showed: its GPU drivers' devices per node and the claims."""
+
+    version: str  # the version read: "v1", "v1beta2" or "v1beta1" (the highest served)
+    inventory: DraInventory
+    claims: tuple[ClaimInfo, ...]
+    extended_resources: frozenset[str] = frozenset()  # DeviceClasses' `extendedResourceName`s
+    warnings: tuple[str, ...] = ()
+
+    @cached_property
+    def _claims_by_name(self) -> dict[tuple[str, str], ClaimInfo]:
+        return {(c.namespace, c.name): c for c in self.claims}
+
+    def claim(self, namespace: str, name: str) -> ClaimInfo | None:
+        return self._claims_by_name.get((namespace, name))
+
+    @cached_property
+    def held(self) -> dict[str, frozenset[str]]:
+        """Node -> names of its devices some allocated claim holds."""
+        out: dict[str, set[str]] = {}
+        for c in self.claims:
+            if c.allocated:
+                for d in c.devices:
+                    out.setdefault(d.node, set()).add(d.key.device)
+        return {node: frozenset(names) for node, names in out.items()}
 
 
 # ---- Kueue objects (kueue.x-k8s.io v1beta2, or v1beta1 read into the same shape) ----
@@ -184,6 +240,10 @@ class ClusterSnapshot:
     # (namespace, kind, name) -> (kind, name) of that ReplicaSet's or Job's controller, to climb owner chains.
     owners: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
     owners_error: str = ""  # why ReplicaSets/Jobs could not be listed (workloads then stop at them)
+    # `resource.k8s.io` (DRA): None when the cluster serves no version of it (normal: no DRA), or when it could
+    # not be read (`dra_error` says why; then the previous observations of claims are kept, not ended).
+    dra: DraObjects | None = None
+    dra_error: str = ""
 
     def workload_of(self, pod: PodInfo) -> str:
         """The pod's workload, `Kind/name` (apps/inventory/workloads.py)."""

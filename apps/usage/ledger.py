@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from apps.inventory.gpus import UNIT_REPLICA, UNKNOWN_NODE, GpuNode, mig_profile, profile_slices
+from apps.inventory.gpus.holds import node_mode
 from apps.usage.activity import SIGNALS
 
 EPS = 1e-9
@@ -89,6 +90,7 @@ class PodRow:
     working: dict[str, float]
     idle: dict[str, float]
     unmeasured: dict[str, float]
+    allocation_mode: str = "device_plugin"  # gpus.AllocationMode of what it holds
 
 
 @dataclass
@@ -99,6 +101,11 @@ class NodeRow:
     unallocated: float
     unavailable: float
     inconsistent: bool
+
+    @property
+    def allocation_mode(self) -> str:
+        """How the node hands its GPUs out (gpus.holds.node_mode)."""
+        return str(node_mode(self.fact.gpu.sharing))
 
 
 @dataclass

@@ -145,9 +145,12 @@ class PodHour(SignalColumns):
     cluster_queue = models.CharField(max_length=253, blank=True)
     local_queue = models.CharField(max_length=253, blank=True)
     resources = models.CharField(max_length=500)  # e.g. "nvidia.com/gpu=4" (effective request)
-    gpus = models.FloatField()  # physical-GPU equivalents held (sum of shares)
+    gpus = models.FloatField()  # physical-GPU equivalents held (sum of shares; a shared claim's averaged)
     held_seconds = models.FloatField()
     price = Price(null=True)  # USD per physical GPU-hour at write time; null: no price
+    # How its GPUs were handed out (gpus.AllocationMode): device_plugin, time_slice, mig, dra, hami. A row of a
+    # claim allocated with no running consumer is `dra`, with pod "" and workload `ResourceClaim/<name>`.
+    allocation_mode = models.CharField(max_length=20, default="device_plugin")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "hour", "pod_uid"], name="uniq_podhour")]
@@ -169,6 +172,7 @@ class NodeHour(CapacityColumns):
     physical_gpus = models.IntegerField()
     price = Price(null=True)
     inconsistent = models.BooleanField(default=False)
+    allocation_mode = models.CharField(max_length=20, default="device_plugin")  # gpus.holds.node_mode
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "hour", "node"], name="uniq_nodehour")]
@@ -280,7 +284,39 @@ class PodObservation(models.Model):
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     gone = models.BooleanField(default=False)
+    allocation_mode = models.CharField(max_length=20, default="device_plugin")  # gpus.holds.allocation_mode
+    # What it holds outside the device plugin (gpus.holds.Hold.as_json): DRA devices through its claims (kept
+    # once seen: a template's claim is deleted with its pod) and HAMi fractions (raw shares, before scaling).
+    holds = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "uid"], name="uniq_podobs")]
         indexes = [models.Index(fields=["cluster", "started"])]
+
+
+class ClaimObservation(models.Model):
+    """A ResourceClaim's allocation as the Kubernetes API showed it: one row per stretch it was seen allocated.
+
+    The API keeps no allocation history, so it is recorded like pods: `allocated_from` is the first read that
+    saw it allocated, `allocated_until` the first read that saw it released or gone (null while allocated).
+    Its devices are held by its consuming pods while they run and, while none runs, by the claim itself: those
+    hours go to the claim's namespace and team as idle (workload `ResourceClaim/<name>`).
+    """
+
+    cluster = ClusterKey()
+    uid = models.CharField(max_length=64)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True)
+    node = models.CharField(max_length=253, blank=True)
+    devices = models.JSONField(default=list, blank=True)  # gpus.holds.Hold.as_json of each GPU device it holds
+    consumers = models.JSONField(default=list, blank=True)  # uids of the pods ever seen in `status.reservedFor`
+    allocated_from = models.DateTimeField()
+    allocated_until = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "uid", "allocated_from"], name="uniq_claimobs"),
+        ]
+        indexes = [models.Index(fields=["cluster", "allocated_until"], name="claimobs_open")]

@@ -55,14 +55,14 @@ MONEY_COLUMNS = ["cost"] + [f"idle_cost_{s}" for s in SIGNALS]
 SUM_COLUMNS = ["allocated_gpu_hours", "unpriced_gpu_hours", *SIGNAL_COLUMNS, *MONEY_COLUMNS]
 POD_COLUMNS = [
     "cluster_id", "hour", "namespace", "pod", "pod_uid", "workload", "team", "node", "node_group", "gpu_model",
-    "cluster_queue", "local_queue", "resources", "gpus", "held_seconds", "price", *SUM_COLUMNS,
+    "cluster_queue", "local_queue", "resources", "gpus", "held_seconds", "price", *SUM_COLUMNS, "allocation_mode",
 ]
 CAPACITY_SUMS = [
     "capacity_gpu_hours", "allocated_gpu_hours", "unallocated_gpu_hours", "unavailable_gpu_hours",
     "unpriced_gpu_hours", "capacity_cost", "unallocated_cost",
 ]
 NODE_COLUMNS = ["cluster_id", "hour", "node", "node_group", "gpu_model", "physical_gpus", *CAPACITY_SUMS, "price",
-                "inconsistent"]
+                "inconsistent", "allocation_mode"]
 USAGE_KEYS = list(USAGE_KEY)
 WORKLOAD_KEYS = ["team", "namespace", "workload", "node_group", "gpu_model"]
 CAPACITY_KEYS = list(CAPACITY_KEY)
@@ -129,7 +129,7 @@ def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple
         rows.append((
             cluster.pk, hour, f.namespace, f.name, f.uid, f.workload, f.team, f.node, r.node_group, r.gpu_model,
             f.cluster_queue, f.local_queue, resources[:500], r.gpus, f.held_seconds, r.price, r.allocated,
-            r.allocated if cost is None else 0.0, *signal_values, cost or money.ZERO, *idle_costs,
+            r.allocated if cost is None else 0.0, *signal_values, cost or money.ZERO, *idle_costs, r.allocation_mode,
         ))
         charged[f.node] += cost or money.ZERO
     return rows, charged
@@ -145,7 +145,7 @@ def _node_tuples(cluster: Cluster, hour: datetime, result: BucketResult, charged
         rows.append((
             cluster.pk, hour, f.name, f.node_group, f.gpu_model, f.physical_gpus, r.capacity, r.allocated,
             r.unallocated, r.unavailable, r.capacity if f.price is None else 0.0, capacity_cost or money.ZERO,
-            unallocated_cost or money.ZERO, f.price, r.inconsistent,
+            unallocated_cost or money.ZERO, f.price, r.inconsistent, r.allocation_mode,
         ))
     return rows
 
