@@ -73,7 +73,7 @@ def record_snapshot(cluster: Cluster, snap: ClusterSnapshot) -> None:
     first collections of a cluster at once would otherwise both create its nodes (uniq_node, seen in CI)."""
     with transaction.atomic():
         ledger.lock_cluster(cluster)
-        inventory.nodes_sync(cluster, snap.nodes, snap.taken_at)
+        inventory.nodes_sync(cluster, snap.nodes, snap.taken_at, snap=snap)
         ledger.record_pod_observations(cluster, snap)
     record_side_snapshots(cluster, snap)
 

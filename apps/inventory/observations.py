@@ -240,10 +240,9 @@ class ClusterSnapshot:
     # (namespace, kind, name) -> (kind, name) of that ReplicaSet's or Job's controller, to climb owner chains.
     owners: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
     owners_error: str = ""  # why ReplicaSets/Jobs could not be listed (workloads then stop at them)
-    # `resource.k8s.io` (DRA): None when the cluster serves no version of it (normal: no DRA), or when it could
-    # not be read (`dra_error` says why; then the previous observations of claims are kept, not ended).
+    # `resource.k8s.io` (DRA): None when the cluster serves no version of it (normal: no DRA). Served but
+    # unreadable fails the read (the ledger would otherwise drop every claim's GPUs).
     dra: DraObjects | None = None
-    dra_error: str = ""
 
     def workload_of(self, pod: PodInfo) -> str:
         """The pod's workload, `Kind/name` (apps/inventory/workloads.py)."""

@@ -11,24 +11,44 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.inventory import gpus
+from apps.inventory.gpus.dra import DraDevice
+from apps.inventory.gpus.hami import RegisteredGpu
+from apps.inventory.handout import hand_out
 from apps.inventory.models import Cluster, ClusterTeam, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
-from apps.inventory.observations import NodeInfo
+from apps.inventory.observations import ClusterSnapshot, NodeInfo
 from apps.inventory.teams import is_valid_team_name
 
 NODE_FIELDS = ["node_group", "gpu_model", "physical_gpus", "sharing", "labels", "capacity", "allocatable", "ready",
-               "unschedulable", "created", "last_seen", "gone"]
+               "unschedulable", "created", "last_seen", "gone", "dra_devices", "dra_held", "hami_gpus", "hami_shares"]
+
+
+def _dra_device(d: DraDevice) -> dict[str, object]:
+    return {"driver": d.driver, "pool": d.pool, "name": d.name, "type": d.type, "uuid": d.uuid,
+            "parent_uuid": d.parent_uuid, "profile": d.profile, "product_name": d.product_name,
+            "memory_bytes": d.memory_bytes}
+
+
+def _hami_gpu(g: RegisteredGpu) -> dict[str, object]:
+    return {"uuid": g.uuid, "count": g.count, "memory_mib": g.memory_mib, "cores": g.cores, "type": g.type,
+            "healthy": g.healthy}
 
 
 @transaction.atomic
-def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -> list[Node]:
-    """Upsert the nodes of one observation; nodes not in it are marked gone (kept for history)."""
+def nodes_sync(
+    cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime, *, snap: ClusterSnapshot | None = None
+) -> list[Node]:
+    """Upsert the nodes of one observation; nodes not in it are marked gone (kept for history). With the
+    snapshot they came in, a DRA node's GPUs are its ResourceSlices' and a HAMi node's its register's."""
     existing = {n.name: n for n in Node.objects.filter(cluster=cluster)}
     groups = {g.name: g for g in NodeGroup.objects.filter(cluster=cluster)}
+    hand = hand_out(snap) if snap is not None else None
+    dra = snap.dra if snap is not None else None
     seen: list[Node] = []
     to_create: list[Node] = []
     to_update: list[Node] = []
     for info in nodes:
-        cls = gpus.classify_node(info.labels, info.capacity)
+        cls = hand.gpus[info.name] if hand is not None and info.name in hand.gpus else gpus.classify_node(
+            info.labels, info.capacity)
         gname = gpus.node_group(info.labels, cls.gpu_model, settings.GPUFINOPS_NODE_GROUP_LABELS)
         if gname not in groups:
             # get_or_create: safe even where the caller holds no cluster lock (ingest takes one).
@@ -51,6 +71,12 @@ def nodes_sync(cluster: Cluster, nodes: Iterable[NodeInfo], seen_at: datetime) -
         node.created = info.created
         node.last_seen = seen_at
         node.gone = False
+        dra_node = dra.inventory.nodes.get(info.name) if dra is not None else None
+        node.dra_devices = [_dra_device(d) for d in dra_node.devices] if dra_node is not None else []
+        node.dra_held = sorted(dra.held.get(info.name, ())) if dra is not None else []
+        register = hand.registers.get(info.name) if hand is not None else None
+        node.hami_gpus = [_hami_gpu(g) for g in register.gpus] if register is not None else []
+        node.hami_shares = dict(hand.hami_shares.get(info.name, {})) if hand is not None else {}
         seen.append(node)
     # One upsert for new and known nodes (one UPDATE per node, then Django's bulk_update and its CASE
     # expressions, were most of an observation's time on a 1,250-node cluster). first_seen is not updated.

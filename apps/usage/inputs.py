@@ -7,6 +7,7 @@ metrics source is any `MetricsSource` (the Prometheus adapter in production).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -16,13 +17,15 @@ from django.conf import settings
 from django.db.models import Q
 
 from apps.inventory import gpus
+from apps.inventory.gpus.holds import Hold
+from apps.inventory.gpus.vocabulary import AllocationMode
 from apps.inventory.models import Cluster, Node
 from apps.inventory.observations import KUEUE_CLUSTER_QUEUE_LABEL, KUEUE_QUEUE_LABEL, ContainerRequest
 from apps.inventory.selectors import price_for
 from apps.inventory.teams import TeamChoice, TeamRule
 from apps.inventory.workloads import WORKLOAD_LABELS, OwnerMap, workload_of
-from apps.usage.ledger import BucketInputs, NodeFact, PodFact
-from apps.usage.models import PodObservation
+from apps.usage.ledger import BucketInputs, ClaimFact, NodeFact, PodFact
+from apps.usage.models import ClaimObservation, PodObservation
 from apps.usage.sources import HISTORY_STEP_SECONDS, MetricsSource, NodeHistory, PodHistory
 
 # A sample lands every history step: something seen within two steps of an edge was there at the edge.
@@ -118,6 +121,14 @@ def _node_state(api: Node | None, k: NodeHistory | None, start: datetime, end: d
     return state
 
 
+def _node_gpus(api: Node | None, state: _NodeState) -> gpus.GpuNode:
+    """A DRA or HAMi node's GPUs as collection read them (its slices or register: kube-state-metrics knows neither),
+    any other node's from its labels and capacity."""
+    if api is not None and api.sharing in gpus.NOT_DEVICE_PLUGIN:
+        return gpus.GpuNode(api.gpu_model, api.physical_gpus, api.sharing, gpus.compute_slices(api.gpu_model))
+    return gpus.classify_node(state.labels, state.capacity)
+
+
 def node_facts(cluster: Cluster, start: datetime, end: datetime, history: list[NodeHistory]) -> list[NodeFact]:
     """Every GPU node present in `[start, end)`, classified by the GPU rules, with its price."""
     api_nodes = {
@@ -128,7 +139,7 @@ def node_facts(cluster: Cluster, start: datetime, end: datetime, history: list[N
     facts = []
     for name in sorted(set(api_nodes) | set(by_name)):
         state = _node_state(api_nodes.get(name), by_name.get(name), start, end)
-        gpu = gpus.classify_node(state.labels, state.capacity)
+        gpu = _node_gpus(api_nodes.get(name), state)
         present = _overlap(state.first, state.last, start, end)
         if gpu.physical_gpus == 0 or present <= 0:
             continue
@@ -140,7 +151,8 @@ def node_facts(cluster: Cluster, start: datetime, end: datetime, history: list[N
                 node_group=gpus.node_group(state.labels, gpu.gpu_model, settings.GPUFINOPS_NODE_GROUP_LABELS),
                 gpu=gpu,
                 present_seconds=present,
-                unavailable=(not state.ready) or state.cordoned or gpus.is_zero_allocatable(state.allocatable),
+                unavailable=(not state.ready) or state.cordoned or gpus.is_zero_allocatable(state.allocatable,
+                                                                                             gpu.sharing),
                 price=prices[gpu.gpu_model],
             )
         )
@@ -162,6 +174,8 @@ class _Held:
     finished: datetime | None
     running_through: bool
     workload: str
+    holds: tuple[Hold, ...] = ()
+    allocation_mode: str = AllocationMode.DEVICE_PLUGIN
 
 
 def _held_intervals(
@@ -181,7 +195,7 @@ def _held_intervals(
             finished = k.finished  # the pod completed while we were not looking
         workload = o.workload or workload_of(o.namespace, o.pod, None, o.labels, {})
         out[o.uid] = _Held(o.uid, o.namespace, o.pod, o.node, o.labels, o.requests, o.started, finished, running,
-                           workload)
+                           workload, tuple(Hold.from_json(h) for h in o.holds or []), o.allocation_mode)
     for k in history:
         if k.uid in out or not k.node or k.started is None:
             continue
@@ -228,6 +242,9 @@ def assemble_bucket(
             cluster_queue=_clip(h.labels.get(KUEUE_CLUSTER_QUEUE_LABEL, ""), NAME_LIMIT, "cluster queue", warnings),
             local_queue=_clip(h.labels.get(KUEUE_QUEUE_LABEL, ""), NAME_LIMIT, "local queue", warnings),
             workload=_clip(h.workload, 320, "workload", warnings),
+            holds=h.holds,
+            span=((held_from - hour).total_seconds(), (held_to - hour).total_seconds()),
+            allocation_mode=h.allocation_mode,
         )
         pods.append(pod)
         if team.rejected:
@@ -241,5 +258,49 @@ def assemble_bucket(
     inputs = BucketInputs(
         hour=hour, seconds=(end - hour).total_seconds(), nodes=nodes, pods=pods, series=series,
         mig_weight_by_memory=settings.GPUFINOPS_MIG_WEIGHT_BY_MEMORY,
+        claims=claim_facts(cluster, hour, end, rule), gpu_values=tenant_gpu_values(pods, hour, source),
     )
     return AssembledBucket(inputs, bool(series) or source.has_dcgm(hour, end), tuple(rejected), tuple(warnings))
+
+
+# ---- GPUs handed out by claims and fractions ----
+
+
+def claim_facts(cluster: Cluster, hour: datetime, end: datetime, rule: TeamRule) -> list[ClaimFact]:
+    """The claims seen allocated during `[hour, end)`, each with its stretches of allocation in the bucket; a
+    stretch still open (allocated at the last read) lasts to the bucket's end."""
+    rows = ClaimObservation.objects.filter(cluster=cluster, allocated_from__lt=end).filter(
+        Q(allocated_until__isnull=True) | Q(allocated_until__gt=hour)).order_by("uid", "allocated_from")
+    spans: dict[str, list[tuple[float, float]]] = {}
+    latest: dict[str, ClaimObservation] = {}
+    for row in rows:
+        start, stop = max(row.allocated_from, hour), min(row.allocated_until or end, end)
+        if stop > start:
+            spans.setdefault(row.uid, []).append(((start - hour).total_seconds(), (stop - hour).total_seconds()))
+            latest[row.uid] = row
+    return [
+        ClaimFact(uid=uid, namespace=row.namespace, name=row.name, node=row.node,
+                  team=rule.for_object(row.labels, row.namespace).team,
+                  devices=tuple(Hold.from_json(d) for d in row.devices), allocated=tuple(spans[uid]))
+        for uid, row in sorted(latest.items())
+    ]
+
+
+def tenant_gpu_values(
+    pods: list[PodFact], hour: datetime, source: MetricsSource
+) -> dict[tuple[str, str], dict[str, float]]:
+    """(pod uid, GPU UUID) -> each signal of a HAMi tenant's GPU over the part of the bucket the pod held it
+    (dcgm-exporter names no HAMi tenant: the GPU's own series measure each, times its share)."""
+    by_span: dict[tuple[float, float], list[PodFact]] = defaultdict(list)
+    for pod in pods:
+        if any(h.mode == AllocationMode.HAMI for h in pod.holds):
+            by_span[pod.held_span].append(pod)
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for (a, b), group in sorted(by_span.items()):
+        uuids = {h.gpu_uuid for p in group for h in p.holds if h.mode == AllocationMode.HAMI}
+        values = source.device_activity(hour + timedelta(seconds=a), hour + timedelta(seconds=b), uuids)
+        for pod in group:
+            for h in pod.holds:
+                if h.mode == AllocationMode.HAMI and h.gpu_uuid in values:
+                    out[(pod.uid, h.gpu_uuid)] = values[h.gpu_uuid]
+    return out

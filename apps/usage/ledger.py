@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from apps.inventory.gpus import UNIT_REPLICA, UNKNOWN_NODE, GpuNode, mig_profile, profile_slices
-from apps.inventory.gpus.holds import node_mode
+from apps.inventory.gpus import NOT_DEVICE_PLUGIN, UNIT_REPLICA, UNKNOWN_NODE, GpuNode, mig_profile, profile_slices
+from apps.inventory.gpus.dra_claims import claim_workload
+from apps.inventory.gpus.holds import Hold, node_mode
+from apps.inventory.gpus.vocabulary import AllocationMode
 from apps.usage.activity import SIGNALS
+from apps.usage.holding import ClaimSpan, Held, HolderSpan, held_time, hold_seconds
 
 EPS = 1e-9
 
@@ -54,6 +57,26 @@ class PodFact:
     cluster_queue: str = ""
     local_queue: str = ""
     workload: str = ""  # `Kind/name` of its top controller (apps/inventory/workloads.py)
+    holds: tuple[Hold, ...] = ()  # DRA devices through its claims, HAMi fractions (gpus.holds)
+    span: tuple[float, float] | None = None  # when it held, seconds from the bucket's start; None: the first
+    allocation_mode: str = "device_plugin"  # gpus.AllocationMode
+
+    @property
+    def held_span(self) -> tuple[float, float]:
+        return self.span if self.span is not None else (0.0, self.held_seconds)
+
+
+@dataclass(frozen=True)
+class ClaimFact:
+    """A ResourceClaim allocated during the bucket (as the collector saw it)."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    team: str
+    devices: tuple[Hold, ...]
+    allocated: tuple[tuple[float, float], ...]  # seconds from the bucket's start
 
 
 @dataclass(frozen=True)
@@ -67,6 +90,7 @@ class SeriesFact:
     profile: str  # MIG GPU_I_PROFILE, "" for a whole GPU
     values: dict[str, float]  # signal -> time-average ratio in [0, 1]
     replica: str = ""  # the exporter's `vgpu` label (--kubernetes-virtual-gpus: one series per replica)
+    device_uuid: str = ""  # a DRA MIG device's own UUID (the exporter's `dra_mig_device_uuid`)
 
 
 @dataclass
@@ -77,6 +101,9 @@ class BucketInputs:
     pods: list[PodFact]
     series: list[SeriesFact]
     mig_weight_by_memory: bool = False
+    claims: list[ClaimFact] = field(default_factory=list)
+    # (pod uid, GPU UUID) -> signal -> its GPU's value over the pod's held part (HAMi tenants: no pod series)
+    gpu_values: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -116,6 +143,11 @@ class BucketResult:
     inconsistent: bool = False
     series: int = 0  # DCGM series carrying a pod identity in the bucket
     signals: set[str] = field(default_factory=set)  # the signals those series had
+    # HAMi GPUs (node, UUID) whose tenants' shares added past 1 -> (seconds, the most they added to)
+    oversubscribed: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    # DRA nodes whose claims' devices were held and no DRA series named a holder: dcgm-exporter without DRA
+    # attribution (KUBERNETES_ENABLE_DRA); their hours are unmeasured
+    unattributed_dra_nodes: set[str] = field(default_factory=set)
 
 
 def _valid_ratio(v: float) -> bool:
@@ -169,12 +201,62 @@ def _pod_activity(
     return working, unmeasured
 
 
+def _dra_series(hold: Hold, pool: list[SeriesFact]) -> SeriesFact | None:
+    """The pod's series of a DRA device, taken out of `pool`: a MIG device's by its own UUID (else its GPU's
+    UUID and profile), a whole GPU's by its UUID."""
+    if hold.profile:
+        want = profile_slices(hold.profile)
+        match = next((s for s in pool if s.device_uuid and s.device_uuid == hold.device_uuid), None) or next(
+            (s for s in pool if s.uuid == hold.gpu_uuid and not s.device_uuid and profile_slices(s.profile) == want),
+            None)
+    else:
+        match = next((s for s in pool if s.uuid == hold.gpu_uuid and s.profile == ""), None)
+    if match is not None:
+        pool.remove(match)
+    return match
+
+
+@dataclass
+class _HeldActivity:
+    allocated: float
+    working: dict[str, float]
+    unmeasured: dict[str, float]
+    series: list[SeriesFact]  # the pod's series no hold took
+    dra_matched: bool | None  # None: no DRA device held; else whether any had its series
+
+
+def _held_activity(pod: PodFact, held: Held, series: list[SeriesFact],
+                   gpu_values: dict[tuple[str, str], dict[str, float]]) -> _HeldActivity:
+    """GPU-hours of the pod's DRA and HAMi holds, and what they worked: a DRA device by its own series (the
+    exporter's DRA attribution names the pod), a HAMi fraction by its GPU's value x its share (ledger.md)."""
+    out = _HeldActivity(0.0, dict.fromkeys(SIGNALS, 0.0), dict.fromkeys(SIGNALS, 0.0), list(series), None)
+    for hold, share_seconds in hold_seconds(held, pod.uid, pod.holds):
+        hours = share_seconds / 3600.0
+        out.allocated += hours
+        if hold.mode == AllocationMode.HAMI:
+            values = gpu_values.get((pod.uid, hold.gpu_uuid), {})
+        else:
+            match = _dra_series(hold, out.series)
+            values = match.values if match is not None else {}
+            if hours > 0:
+                out.dra_matched = bool(out.dra_matched) or match is not None
+        for signal in SIGNALS:
+            v = values.get(signal)
+            if v is None or not _valid_ratio(v):
+                out.unmeasured[signal] += hours
+            else:
+                out.working[signal] += hours * min(max(v, 0.0), 1.0)
+    return out
+
+
 def compute_bucket(inputs: BucketInputs) -> BucketResult:
     """Pod and node rows for one bucket.
 
-    1. Each pod's units get their share of a physical GPU from the node it runs on.
+    1. Each pod's units get their share of a physical GPU from the node it runs on; its DRA and HAMi holds
+       their share-seconds (a shared claim split among its consumers, an oversubscribed GPU scaled: holding.py).
     2. allocated = share x hours held; activity splits it into working, idle and unmeasured per signal.
-    3. Node capacity = physical GPUs x hours present; unallocated = capacity - allocated (flagged, not
+    3. A claim allocated with no running consumer: its own row, all idle (workload `ResourceClaim/<name>`).
+    4. Node capacity = physical GPUs x hours present; unallocated = capacity - allocated (flagged, not
        clamped silently, when negative).
     """
     nodes = {n.name: n for n in inputs.nodes}
@@ -185,6 +267,10 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
     result = BucketResult(pods=[], nodes=[], series=len(inputs.series))
     result.signals = {signal for s in inputs.series for signal in s.values}
     allocated_on: dict[str, float] = defaultdict(float)
+    held = held_time([HolderSpan(p.uid, p.held_span, p.holds) for p in inputs.pods if p.holds and p.held_seconds > 0],
+                     [ClaimSpan(c.uid, c.devices, c.allocated) for c in inputs.claims], inputs.seconds)
+    dra_matched: dict[str, bool] = {}
+    gpu_node: dict[str, str] = {}
     for pod in inputs.pods:
         if pod.held_seconds <= 0:
             continue
@@ -196,34 +282,53 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
         for resource, count in sorted(pod.requests.items()):
             share = gpu.unit_share(resource, by_memory=inputs.mig_weight_by_memory)
             if share is None:
-                result.warnings.append(f"pod {pod.namespace}/{pod.name}: unknown resource {resource} not counted")
+                if not (pod.holds and gpu.sharing in NOT_DEVICE_PLUGIN):  # a vGPU or a claim's resource
+                    result.warnings.append(f"pod {pod.namespace}/{pod.name}: unknown resource {resource} not counted")
                 continue
             if count < 0 or count != int(count):
                 result.warnings.append(f"pod {pod.namespace}/{pod.name}: bad quantity {count} for {resource}")
                 continue
             units.extend([Unit(resource, share, gpu.unit_kind(resource))] * int(count))
-        if not units:
+        if not units and not pod.holds:
             continue
         hours = pod.held_seconds / 3600.0
-        gpus = sum(u.share for u in units)
-        allocated = gpus * hours
-        working, unmeasured = _pod_activity(units, by_pod.get((pod.namespace, pod.name), []), hours)
-        idle = {s: max(allocated - working[s] - unmeasured[s], 0.0) for s in SIGNALS}
+        extra = _held_activity(pod, held, by_pod.get((pod.namespace, pod.name), []), inputs.gpu_values)
+        if extra.dra_matched is not None:
+            dra_matched[pod.node] = dra_matched.get(pod.node, False) or extra.dra_matched
+        for h in pod.holds:
+            gpu_node[h.gpu_uuid] = pod.node
+        allocated = sum(u.share for u in units) * hours + extra.allocated
+        if allocated <= 0:
+            continue
+        working, unmeasured = _pod_activity(units, extra.series, hours)
+        for signal in SIGNALS:
+            working[signal] += extra.working[signal]
+            unmeasured[signal] += extra.unmeasured[signal]
+        idle = {signal: max(allocated - working[signal] - unmeasured[signal], 0.0) for signal in SIGNALS}
         price = node.price if node else None
         result.pods.append(
             PodRow(
                 fact=pod,
                 node_group=node.node_group if node else "",
                 gpu_model=node.gpu_model if node else "",
-                gpus=gpus,
+                gpus=allocated / hours,
                 price=price,
                 allocated=allocated,
                 working=working,
                 idle=idle,
                 unmeasured=unmeasured,
+                allocation_mode=pod.allocation_mode,
             )
         )
         allocated_on[pod.node] += allocated
+    for claim in inputs.claims:
+        row = _claim_row(claim, held, nodes.get(claim.node))
+        if row is not None:
+            result.pods.append(row)
+            allocated_on[claim.node] += row.allocated
+    result.unattributed_dra_nodes = {n for n, matched in dra_matched.items() if not matched}
+    result.oversubscribed = {(gpu_node.get(g, ""), g): (seconds, held.peak.get(g, 0.0))
+                             for g, seconds in held.oversubscribed.items()}
 
     for node in inputs.nodes:
         capacity = node.physical_gpus * node.present_seconds / 3600.0
@@ -246,3 +351,19 @@ def compute_bucket(inputs: BucketInputs) -> BucketResult:
             )
         )
     return result
+
+
+def _claim_row(claim: ClaimFact, held: Held, node: NodeFact | None) -> PodRow | None:
+    """A claim's hours with no running consumer: idle, charged to its namespace and team (ledger.md)."""
+    share_seconds = held.claim_idle.get(claim.uid, 0.0)
+    seconds = held.claim_idle_seconds.get(claim.uid, 0.0)
+    if share_seconds <= 0 or seconds <= 0:
+        return None
+    allocated = share_seconds / 3600.0
+    fact = PodFact(uid=claim.uid, namespace=claim.namespace, name="", node=claim.node, team=claim.team,
+                   requests={}, held_seconds=seconds, workload=claim_workload(claim.name),
+                   allocation_mode=AllocationMode.DRA)
+    return PodRow(fact=fact, node_group=node.node_group if node else "", gpu_model=node.gpu_model if node else "",
+                  gpus=share_seconds / seconds, price=node.price if node else None, allocated=allocated,
+                  working=dict.fromkeys(SIGNALS, 0.0), idle=dict.fromkeys(SIGNALS, allocated),
+                  unmeasured=dict.fromkeys(SIGNALS, 0.0), allocation_mode=AllocationMode.DRA)

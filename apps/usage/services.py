@@ -25,7 +25,9 @@ from django.db.models import F, Model, Q
 from django.utils import timezone
 
 from apps.common.timeutils import HOUR, day_bounds
-from apps.inventory.gpus import effective_request
+from apps.inventory.gpus import UNKNOWN_NODE, AllocationMode
+from apps.inventory.gpus.holds import Hold, allocation_mode, claim_holds
+from apps.inventory.handout import hand_out
 from apps.inventory.models import Cluster
 from apps.inventory.observations import ClusterSnapshot
 from apps.inventory.services import record_teams
@@ -39,6 +41,7 @@ from apps.usage.models import (
     Bucket,
     CapacityDay,
     CapacityHour,
+    ClaimObservation,
     NodeHour,
     PodHour,
     PodObservation,
@@ -318,7 +321,17 @@ def write_bucket(
 # ---- Pod observations (the allocation intervals the Kubernetes API shows) ----
 
 OBSERVATION_FIELDS = ["namespace", "pod", "node", "phase", "labels", "workload", "requests", "started", "finished",
-                      "last_seen", "gone"]
+                      "last_seen", "gone", "allocation_mode", "holds"]
+CLAIM_FIELDS = ["namespace", "name", "labels", "node", "devices", "consumers", "allocated_until", "last_seen"]
+
+
+def _kept_holds(previous: list[dict], now: tuple[Hold, ...], claims: tuple[str, ...]) -> list[dict]:
+    """The pod's holds as stored: what it holds now; a claim's devices seen before stay held while the pod
+    names the claim, after the claim is gone (a template's claim is deleted with its pod: ledger.md)."""
+    held = [h.as_json() for h in now]
+    if claims and not any(h.mode == AllocationMode.DRA for h in now):
+        held += [h for h in previous if h.get("mode") == AllocationMode.DRA]
+    return held
 
 
 @transaction.atomic
@@ -330,6 +343,7 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
     """
     Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
     uids = [p.uid for p in snap.pods]
+    hand = hand_out(snap)
     # Pods not gone, plus any of this snapshot's pods seen before (a pod can come back after a blip).
     known = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(uid__in=uids))}
     to_create, to_update = [], []
@@ -343,7 +357,12 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
         obs.namespace, obs.pod, obs.node, obs.phase = pod.namespace, pod.name, pod.node, pod.phase
         obs.labels = pod.labels
         obs.workload = snap.workload_of(pod)[:320]
-        obs.requests = effective_request(pod.containers)
+        obs.requests = hand.requests.get(pod.uid, {})
+        obs.holds = _kept_holds(obs.holds or [], hand.holds.get(pod.uid, ()), pod.claims)
+        obs.allocation_mode = str(hand.modes.get(pod.uid, AllocationMode.DEVICE_PLUGIN))
+        if obs.holds and not hand.holds.get(pod.uid):
+            obs.allocation_mode = str(allocation_mode(UNKNOWN_NODE, obs.requests,
+                                                      [Hold.from_json(h) for h in obs.holds]))
         obs.started = pod.started
         # A pod seen with a deletion timestamp ends there at the latest (ledger.md "Allocation").
         obs.finished = pod.finished or (pod.deletion if pod.phase == "Running" and pod.deletion else None)
@@ -361,6 +380,30 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
     # them (bench/collect's steady state), the upsert 0.9 s. first_seen is not among the updated fields.
     PodObservation.objects.bulk_create(to_create + to_update, batch_size=1000, update_conflicts=True,
                                        unique_fields=["cluster", "uid"], update_fields=OBSERVATION_FIELDS)
+    record_claim_observations(cluster, snap)
+
+
+def record_claim_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
+    """Each allocated claim holding GPU devices: its open stretch extended to this read, or a new one from it;
+    an open stretch whose claim is now released or gone ends at this read (the API keeps no history)."""
+    open_rows = {o.uid: o for o in ClaimObservation.objects.filter(cluster=cluster, allocated_until__isnull=True)}
+    rows: list[ClaimObservation] = []
+    for claim in snap.dra.claims if snap.dra is not None else ():
+        if not (claim.allocated and claim.devices):
+            continue  # pending, or only admin access (holds nothing)
+        row = open_rows.pop(claim.uid, None) or ClaimObservation(
+            cluster=cluster, uid=claim.uid, allocated_from=snap.taken_at, consumers=[])
+        row.namespace, row.name, row.labels, row.node = claim.namespace, claim.name, claim.labels, claim.node
+        row.devices = [h.as_json() for h in claim_holds(claim.uid, claim.name, claim.devices)]
+        row.consumers = sorted({*row.consumers, *(c.uid for c in claim.consumers)})
+        row.last_seen, row.allocated_until = snap.taken_at, None
+        rows.append(row)
+    for row in open_rows.values():
+        row.allocated_until = snap.taken_at
+        rows.append(row)
+    ClaimObservation.objects.bulk_create(rows, batch_size=1000, update_conflicts=True,
+                                         unique_fields=["cluster", "uid", "allocated_from"],
+                                         update_fields=CLAIM_FIELDS)
 
 
 # ---- Collecting one bucket ----

@@ -118,6 +118,11 @@ class MetricsSource(Protocol):
         """DCGM device series carrying a pod identity, each signal time-averaged over the bucket."""
         ...
 
+    def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
+        """Physical GPU UUID -> signal -> time-average over `[start, end)` of its series without a pod identity
+        (HAMi tenants are measured by their GPU's series: ledger.md)."""
+        ...
+
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
         """Whether any DCGM activity series existed in the bucket (with or without pod identity)."""
         ...

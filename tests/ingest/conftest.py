@@ -45,7 +45,7 @@ def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *ex
     )
 
 
-def _world(tmp: Path, *extra: str) -> Iterator[SimWorld]:
+def _world(tmp: Path, *extra: str, name: str = "demo") -> Iterator[SimWorld]:
     from devtools.simulator.k8s_api import start_server
     from devtools.simulator.scenarios import build_scenario
 
@@ -53,9 +53,9 @@ def _world(tmp: Path, *extra: str) -> Iterator[SimWorld]:
     require_binary("prometheus")
     end = END
     start = end - timedelta(hours=WINDOW_HOURS)
-    scenario = build_scenario("demo", seed=0, end=end, days=DAYS)
+    scenario = build_scenario(name, seed=0, end=end, days=DAYS)
     path = tmp / "history.om"
-    _export("demo", start - timedelta(hours=1), end, path, *extra)
+    _export(name, start - timedelta(hours=1), end, path, *extra)
     prom = start_prometheus(path)
     server = start_server(scenario, host="127.0.0.1", port=0)
     server.set_time(end)
@@ -77,6 +77,11 @@ def sim_world(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[
 def sim_world_exported(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
     """The same cluster scraped through Prometheus Operator (exported_pod, lowercase hostname)."""
     yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname")
+
+
+def mixed_world(tmp_path_factory, name: str) -> Iterator[SimWorld]:
+    """The `mixed` scenario (or a variant: `mixed-v1beta1`, `mixed-noattr`): every way GPUs are handed out."""
+    yield from _world(tmp_path_factory.mktemp(name), name=name)
 
 
 def make_cluster(world: SimWorld, name: str = "sim-demo", **kwargs) -> Cluster:  # type: ignore[no-untyped-def]

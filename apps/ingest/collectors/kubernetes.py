@@ -10,14 +10,18 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from kubernetes import client, config
 
+from apps.ingest.collectors.dra import read_dra
 from apps.ingest.collectors.kueue import KueueError, read_kueue
 from apps.ingest.collectors.limits import PAGE_SIZE, request_timeout
 from apps.ingest.collectors.podspec import container_requests, nvidia_resources
 from apps.inventory.gpus import is_gpu_node
+from apps.inventory.gpus.dra_claims import claim_served_resources, pod_claim_names
+from apps.inventory.gpus.hami import REGISTER_ANNOTATION
 from apps.inventory.models import Cluster
-from apps.inventory.observations import ClusterSnapshot, NamespaceInfo, NodeInfo, PodInfo
+from apps.inventory.observations import ClusterSnapshot, DraObjects, NamespaceInfo, NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +86,7 @@ def _to_node(n: dict[str, Any]) -> NodeInfo:
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         created=_time(meta.get("creationTimestamp")),
+        hami_register=str((meta.get("annotations") or {}).get(REGISTER_ANNOTATION) or ""),
     )
 
 
@@ -106,8 +111,9 @@ def _controller(meta: dict[str, Any]) -> tuple[str, str] | None:
 def _to_pod(p: dict[str, Any]) -> PodInfo | None:
     meta, spec, status = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
     containers = container_requests(spec)
-    if not any(c.resources for c in containers):
-        return None
+    claims = pod_claim_names(p)
+    if not claims and not any(c.resources for c in containers):
+        return None  # neither NVIDIA resources nor ResourceClaims: not a GPU pod
     phase = status.get("phase") or ""
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     message = ""
@@ -131,7 +137,14 @@ def _to_pod(p: dict[str, Any]) -> PodInfo | None:
         scheduling_message=message,
         node_selector=dict(spec.get("nodeSelector") or {}),
         owner=_controller(meta),
+        claims=claims,
+        claim_served=claim_served_resources(p),
     )
+
+
+def _read_dra(api_client: client.ApiClient) -> DraObjects | None:
+    return read_dra(api_client, _paged, settings.GPUFINOPS_DRA_GPU_DRIVERS,
+                    mig_by_memory=settings.GPUFINOPS_MIG_WEIGHT_BY_MEMORY)
 
 
 def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) -> ClusterSnapshot:
@@ -144,17 +157,27 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
     taken_at = datetime.now(UTC)
     # Kueue's objects and the workload owners are read side by side with the core LISTs: the snapshot is
     # mostly waiting on the API server (one connection pool, thread-safe, serves the three).
-    with ThreadPoolExecutor(2, thread_name_prefix="kubernetes") as pool:
+    with ThreadPoolExecutor(3, thread_name_prefix="kubernetes") as pool:
         kueue_read = pool.submit(read_kueue, api_client)
         owners_read = pool.submit(read_owners, api_client)
+        dra_read = pool.submit(_read_dra, api_client)
         try:
-            nodes = [info for info in map(_to_node, _paged(api.list_node))
-                     if is_gpu_node(info.labels, info.capacity)]
+            all_nodes = list(map(_to_node, _paged(api.list_node)))
             pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
             metas = [ns.get("metadata") or {} for ns in _paged(api.list_namespace)]
             namespaces = [NamespaceInfo(m.get("name") or "", dict(m.get("labels") or {})) for m in metas]
         except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
             raise KubernetesError(f"Kubernetes API: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        try:
+            dra = dra_read.result()
+        except Exception as exc:  # served but unreadable (403 without the RBAC, 5xx): the ledger would be wrong
+            raise KubernetesError(f"resource.k8s.io (DRA) is served but could not be read: {type(exc).__name__}: "
+                                  f"{str(exc)[:300]}") from exc
+        # A GPU node: GFD labels or NVIDIA resources, or GPUs published by a DRA driver or registered by HAMi
+        # (a DRA node may have neither labels nor resources).
+        dra_nodes = dra.inventory.nodes if dra is not None else {}
+        nodes = [info for info in all_nodes
+                 if is_gpu_node(info.labels, info.capacity) or info.name in dra_nodes or info.hami_register]
         try:
             kueue, kueue_error = kueue_read.result(), ""
         except KueueError as exc:
@@ -162,7 +185,7 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
             log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
         owners, owners_error = owners_read.result()
     return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces), kueue, kueue_error, owners,
-                           owners_error)
+                           owners_error, dra)
 
 
 def read_owners(api_client: client.ApiClient) -> tuple[dict[tuple[str, str, str], tuple[str, str]], str]:

@@ -407,7 +407,8 @@ class PrometheusSource(_FindingQueries):
             if ratio < -1e-9 or ratio > 1.0 + 1e-6:
                 self.warnings.append(f"{signal}: value {v} out of range for {ns}/{pod} {uuid}; not counted")
                 continue
-            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""))
+            key = (ns, pod, uuid, m.get("GPU_I_ID", ""), m.get("GPU_I_PROFILE", ""), m.get("vgpu", ""),
+                   m.get("dra_mig_device_uuid", ""))
             out[key] = ratio
             if self.pod_labels is None:
                 self.pod_labels = "exported" if m.get("exported_pod") else "plain"
@@ -423,8 +424,32 @@ class PrometheusSource(_FindingQueries):
         facts = []
         for key in sorted(keys):
             values = {s: per_signal[s][key] for s in SIGNALS if key in per_signal[s]}
-            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5]))
+            facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5],
+                                    device_uuid=key[6]))
         return facts
+
+    def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
+        """Per physical GPU of `uuids`, each signal time-averaged over `[start, end)` from its series without a
+        pod (whole-GPU series: no GPU instance). What HAMi tenants are measured by: dcgm-exporter names none."""
+        if not uuids:
+            return {}
+        rng, at = window(start, end)
+        if self.pod_labels is None:
+            exported = self.query(f'count(last_over_time({self.metrics[SIGNALS[0]]}{{exported_pod!=""}}[{rng}]))', at)
+            self.pod_labels = "exported" if exported else "plain"
+        unheld = 'exported_pod=""' if self.pod_labels == "exported" else 'pod="",exported_pod=""'
+        names = _regex(uuids)
+        queries = [(f'max by (UUID) (avg_over_time({self.metrics[s]}{{{unheld},GPU_I_ID="",UUID=~"{names}"}}'
+                    f'[{rng}]))', at) for s in SIGNALS]
+        out: dict[str, dict[str, float]] = {}
+        for signal, answer in zip(SIGNALS, self.query_all(queries), strict=True):
+            scale = SIGNAL_SCALE.get(signal, 1.0)
+            for r in answer:
+                v, uuid = _value(r), r["metric"].get("UUID", "")
+                if v is None or not uuid or not (-1e-9 <= v * scale <= 1.0 + 1e-6):
+                    continue
+                out.setdefault(uuid, {})[signal] = v * scale
+        return out
 
     def has_dcgm(self, start: datetime, end: datetime) -> bool:
         rng, at = window(start, end)
