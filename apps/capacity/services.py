@@ -16,6 +16,7 @@ from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingR
 from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, pending_pods, unit_share
 from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
 from apps.common.snapshots import snapshot_row, stamp
+from apps.inventory.handout import hand_out
 from apps.inventory.models import Cluster
 from apps.inventory.observations import (
     KUEUE_CLUSTER_QUEUE_LABEL,
@@ -76,8 +77,10 @@ def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> Cap
 
 
 def accelerators(snapshot: ClusterSnapshot) -> Accelerators:
-    """The snapshot's DRA objects (and, once read, HAMi's registers and tenants' shares) for fragmentation."""
-    return Accelerators(dra=snapshot.dra)
+    """The snapshot's DRA objects, HAMi's registers and its GPUs' running tenants' shares for fragmentation, as
+    the snapshot's hand-out read them (the same reading the inventory and the ledger use)."""
+    hand = hand_out(snapshot)
+    return Accelerators(dra=snapshot.dra, registers=hand.registers, hami_shares=hand.hami_shares)
 
 
 def _group_row(collection: CapacityCollection, g: GroupFragmentation) -> NodeGroupSnapshot:

@@ -19,7 +19,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from apps.usage.ledger import NodeFact
+from apps.inventory.gpus.dra_claims import CLAIM_KIND
+from apps.inventory.gpus.vocabulary import AllocationMode
+from apps.usage.ledger import BucketInputs, BucketResult, NodeFact, PodRow
 
 from .constants import Kind
 from .rules import ZERO, Detail, HourFinding, gh, plain, priced
@@ -176,4 +178,65 @@ def missing_attribution(units: Iterable[ClaimUnit], reporting: Collection[str], 
             kind=Kind.MISSING_ATTRIBUTION, subject=node, node=node, gpu_hours=gh(hours), cost=cost,
             unpriced_gpu_hours=unpriced, allocated_gpu_hours=gh(hours), allocated_cost=cost, detail=plain(detail),
         ))
+    return out
+
+
+# ---- From one bucket's ledger rows ----
+
+
+def is_claim_row(row: PodRow) -> bool:
+    """A ledger row of a claim allocated with no running consumer (no pod: workload `ResourceClaim/<name>`)."""
+    return not row.fact.name and row.fact.workload.startswith(f"{CLAIM_KIND}/")
+
+
+def claim_holds(inputs: BucketInputs, result: BucketResult) -> list[ClaimHold]:
+    """The bucket's claim rows as idle holds, with the devices the claim holds (in the claim's order)."""
+    claims = {c.uid: c for c in inputs.claims}
+    out = []
+    for row in result.pods:
+        if not is_claim_row(row):
+            continue
+        claim = claims.get(row.fact.uid)
+        devices = claim.devices if claim is not None else ()
+        out.append(ClaimHold(
+            namespace=row.fact.namespace, claim=row.fact.workload.removeprefix(f"{CLAIM_KIND}/"), team=row.fact.team,
+            node=row.fact.node, node_group=row.node_group, gpu_model=row.gpu_model,
+            devices=tuple((d.profile or d.kind, d.device_uuid) for d in devices),
+            gpu_uuid=devices[0].gpu_uuid if devices else "", idle_gpu_hours=row.allocated, price=row.price,
+        ))
+    return out
+
+
+def oversubscriptions(inputs: BucketInputs, result: BucketResult) -> list[Oversubscription]:
+    """The ledger's oversubscribed HAMi GPUs with their tenants: each tenant's GPU-hours on the GPU are its row's
+    allocated GPU-hours in the proportion of its fractions (one GPU per tenant: all of them)."""
+    nodes = {n.name: n for n in inputs.nodes}
+    out = []
+    for (node, uuid), (seconds, peak) in sorted(result.oversubscribed.items()):
+        tenants = []
+        for row in result.pods:
+            fractions = [h.share for h in row.fact.holds if h.mode == AllocationMode.HAMI]
+            on_gpu = sum(h.share for h in row.fact.holds if h.mode == AllocationMode.HAMI and h.gpu_uuid == uuid)
+            if on_gpu <= 0 or row.fact.node != node:
+                continue
+            tenants.append(Tenant(row.fact.team, row.fact.namespace, row.fact.workload, row.fact.name,
+                                  row.allocated * on_gpu / sum(fractions), row.price))
+        fact = nodes.get(node)
+        out.append(Oversubscription(node, fact.node_group if fact else "", fact.gpu_model if fact else "", uuid,
+                                    seconds, peak, tuple(tenants), fact.price if fact else None))
+    return out
+
+
+def claim_units(result: BucketResult, signal: str) -> list[ClaimUnit]:
+    """The DRA devices pods held on nodes where no DRA series named a holder (the ledger's
+    `unattributed_dra_nodes`), each with its part of its pod's unmeasured GPU-hours (by share)."""
+    out = []
+    for row in result.pods:
+        if row.fact.node not in result.unattributed_dra_nodes or is_claim_row(row):
+            continue
+        holds = [h for h in row.fact.holds if h.mode == AllocationMode.DRA]
+        total = sum(h.share for h in holds)
+        for h in holds:
+            out.append(ClaimUnit(row.fact.node, h.gpu_uuid, h.device_uuid,
+                                 row.unmeasured[signal] * h.share / total if total > 0 else 0.0))
     return out
