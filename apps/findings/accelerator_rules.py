@@ -112,7 +112,7 @@ def oversubscribed(gpus: Iterable[Oversubscription]) -> list[HourFinding]:
     """A HAMi GPU oversubscribed for some of the hour: every tenant's share was scaled down so the GPU holds
     exactly one. GPU-hours and cost: the oversubscribed time, at the node's price (the GPU time tenants were
     promised more of than exists). `allocated_*`: what the tenants were charged for it. Team, pod: the tenant with
-    the most GPU-hours (over a run: `detail.sums`, as for unhealthy GPUs)."""
+    the most GPU-hours, ties to the first by name (over a run: `detail.sums`, as for unhealthy GPUs)."""
     out = []
     for g in sorted(gpus, key=lambda g: (g.node, g.gpu_uuid)):
         if g.seconds <= 0:
@@ -123,7 +123,9 @@ def oversubscribed(gpus: Iterable[Oversubscription]) -> list[HourFinding]:
         costs = [priced(t.gpu_hours, t.price)[0] for t in tenants]
         rows = [{"team": t.team, "namespace": t.namespace, "workload": t.workload, "pod": t.pod,
                  "gpu_hours": _round(t.gpu_hours), "cost": str(c)} for t, c in zip(tenants, costs, strict=True)]
-        top = max(tenants, key=lambda t: (round(t.gpu_hours, 9), t.team, t.namespace, t.pod), default=None)
+        # ties (tenants scaled alike) go to the first by team, namespace, workload, pod
+        top = min(tenants, key=lambda t: (-round(t.gpu_hours, 9), t.team, t.namespace, t.workload, t.pod),
+                  default=None)
         held = sum((gh(t.gpu_hours) for t in tenants), ZERO)
         charged = sum(costs, ZERO)
         sums = {f"{HOLDER}{t.team}|{t.namespace}|{t.workload}|{t.pod}": str(gh(t.gpu_hours)) for t in tenants}

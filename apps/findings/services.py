@@ -389,7 +389,10 @@ def _holder_identity(run: Finding) -> None:
     if not holders:
         run.team = run.namespace = run.workload = run.pod = ""
         return
-    _hours, (team, namespace, workload, pod) = max(holders, key=lambda h: (h[0], h[1][0], h[1][1], h[1][3]))
+    if run.kind == Kind.OVERSUBSCRIBED_GPU:  # tenants scaled alike often tie: the first by name, as each hour's
+        _hours, (team, namespace, workload, pod) = min(holders, key=lambda h: (-h[0], *h[1]))
+    else:
+        _hours, (team, namespace, workload, pod) = max(holders, key=lambda h: (h[0], h[1][0], h[1][1], h[1][3]))
     run.team, run.namespace, run.workload, run.pod = team, namespace, workload, pod
 
 

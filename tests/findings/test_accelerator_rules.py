@@ -90,7 +90,7 @@ def over(seconds: float, peak: float, *tenants: acc.Tenant, uuid: str = G0) -> a
         # three tenants at 50 % cores the whole hour: S = 1.5, each scaled to 1/3 of the GPU (each tenant's
         # figures are exact to 1e-9 GPU-hours and the micro-dollar, as their pod rows are: 3 x 0.333333333)
         ([over(3600, 1.5, tenant("a", 1 / 3), tenant("b", 1 / 3), tenant("c", 1 / 3))],
-         [("hami-0/" + G0, "1.000000000", "4.000000", "0.999999999", "3.999999", "c")]),
+         [("hami-0/" + G0, "1.000000000", "4.000000", "0.999999999", "3.999999", "a")]),
         # oversubscribed for 15 minutes only: a quarter of a GPU-hour; the biggest tenant is named
         ([over(900, 1.2, tenant("a", 0.6), tenant("b", 0.4))],
          [("hami-0/" + G0, "0.250000000", "1.000000", "1.000000000", "4.000000", "a")]),
