@@ -161,16 +161,28 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
-# ---- Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT failures for a username or from an address,
-# sign-in is refused for AXES_COOLOFF_TIME hours, however right the password. `manage.py axes_reset_username
-# USERNAME` (or `axes_reset`) unlocks early.
+# ---- Sign-in throttling (django-axes, apps/accounts/signin.py): failures are counted per (username, address) and
+# per address, never per username alone. After AXES_FAILURE_LIMIT failures for one username from one address, or
+# GPUFINOPS_SIGNIN_ADDRESS_FAILURE_LIMIT from one address for any usernames, sign-in from there is refused for
+# AXES_COOLOFF_TIME hours, however right the password; the same person from another address still signs in. A
+# success clears only the signed-in person's own failures from that address. `manage.py axes_reset_ip ADDRESS`
+# or `axes_reset_username USERNAME` unlocks early.
 AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
+GPUFINOPS_SIGNIN_ADDRESS_FAILURE_LIMIT = max(envint("GPUFINOPS_SIGNIN_ADDRESS_FAILURE_LIMIT", 50), AXES_FAILURE_LIMIT)
 AXES_COOLOFF_TIME = envfloat("AXES_COOLOFF_TIME_HOURS", 1.0)
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "apps.accounts.signin.PairAndAddressAttempts"
 AXES_RESET_ON_SUCCESS = True
+# A request refused during a lock-out is not another failure: hammering a locked pair neither extends its cool-off
+# nor counts towards locking the whole address.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", 0)
+# The client address: REMOTE_ADDR, or behind GPUFINOPS_TRUSTED_PROXY_COUNT reverse proxies (an ingress: 1) the
+# address the outermost of them put in X-Forwarded-For (django-ipware; apps/accounts/signin.py::client_address).
+# AXES_PROXY_COUNT is the older name of the same setting.
+GPUFINOPS_TRUSTED_PROXY_COUNT = envint("GPUFINOPS_TRUSTED_PROXY_COUNT", envint("AXES_PROXY_COUNT", 0))
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.signin.client_address"
 if envbool("USE_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -356,7 +368,11 @@ GPUFINOPS_NOTIFY_IDLE_HOURS = envint("GPUFINOPS_NOTIFY_IDLE_HOURS", 2)
 GPUFINOPS_NOTIFY_MAX_PER_HOUR = envint("GPUFINOPS_NOTIFY_MAX_PER_HOUR", 10)
 GPUFINOPS_NOTIFY_MAX_ATTEMPTS = envint("GPUFINOPS_NOTIFY_MAX_ATTEMPTS", 5)
 GPUFINOPS_NOTIFY_RECENT_HOURS = envint("GPUFINOPS_NOTIFY_RECENT_HOURS", 24)
+# Webhook POSTs (apps/common/outbound.py): connect and read timeouts, each at most 30 s; targets must resolve to
+# public addresses only (never loopback, private, link-local such as the metadata service 169.254.169.254), except
+# the host names listed here (exact names, e.g. an internal chat server); redirects are never followed.
 GPUFINOPS_WEBHOOK_TIMEOUT = envfloat("GPUFINOPS_WEBHOOK_TIMEOUT", 10.0)
+GPUFINOPS_WEBHOOK_ALLOWED_HOSTS = envlist("GPUFINOPS_WEBHOOK_ALLOWED_HOSTS", [])
 
 # ---- Self-monitoring (apps/monitoring, docs/operations.md) ----
 # GET /metrics is served to a bearer token, to clients inside these networks, and to signed-in staff.

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from apps.accounts.forms import AdminSignInForm
 from apps.accounts.models import ApiToken
+
+# The admin's sign-in refuses an over-long username as a form error (apps/accounts/forms.py).
+admin.site.login_form = AdminSignInForm
 
 
 @admin.register(ApiToken)

@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from apps.accounts.forms import SignInForm
 from apps.dashboard import views
 from apps.reports import views as report_views
 
@@ -20,6 +21,6 @@ urlpatterns = [
     path("reports/unsubscribe/<str:token>/", report_views.unsubscribe, name="report-unsubscribe"),
     path("healthz", views.healthz, name="healthz"),
     # Session sign-in for the dashboards and the browsable API (LOGIN_URL = /accounts/login/).
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -7,6 +7,9 @@ from urllib.parse import urlsplit
 from django import forms
 from django.contrib import admin
 
+from apps.common.outbound import target_problem
+from apps.common.redaction import scrub
+
 from .models import Finding, Notification, NotificationOptOut, TeamChannel
 
 
@@ -49,6 +52,9 @@ class TeamChannelForm(forms.ModelForm):
             raise forms.ValidationError("A new channel needs a URL.")
         if url and urlsplit(url).scheme not in ("http", "https"):
             raise forms.ValidationError("http:// or https:// only.")
+        problem = target_problem(url) if url else None
+        if problem:  # checked again at every send: a name may resolve differently later
+            raise forms.ValidationError(f"Refused: {scrub(problem, url)}")
         return url
 
     def save(self, commit=True):

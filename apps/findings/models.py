@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.common import secrets
+from apps.common.redaction import redact_url
 from apps.findings.constants import Kind
 from apps.inventory.models import Team
 from apps.usage.models import ClusterKey, Money
@@ -122,14 +123,11 @@ class TeamChannel(models.Model):
 
     @property
     def masked_url(self) -> str:
-        """Scheme and host only: enough to tell channels apart, nothing to post with."""
-        from urllib.parse import urlsplit
-
+        """Scheme, host and port only: enough to tell channels apart, nothing to post with."""
         try:
-            parts = urlsplit(self.url)
+            return redact_url(self.url)
         except secrets.SecretError:
             return "(unreadable)"
-        return f"{parts.scheme}://{parts.hostname or ''}/…"
 
 
 class NotificationOptOut(models.Model):

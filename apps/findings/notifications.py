@@ -23,7 +23,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import requests
 from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives, get_connection
@@ -31,6 +30,8 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from apps.common.outbound import post_json
+from apps.common.redaction import scrub
 from apps.inventory.models import Team
 
 from .constants import Kind
@@ -192,6 +193,10 @@ def _email(items: list[Notification], connection) -> None:
     msg.send()
 
 
+class WebhookError(Exception):
+    """A webhook send failed; the message holds no part of the URL beyond scheme://host:port."""
+
+
 def _webhook(items: list[Notification]) -> None:
     described = [describe(n.finding) for n in items]
     if len(items) == 1:
@@ -204,10 +209,15 @@ def _webhook(items: list[Notification]) -> None:
     channel = items[0].team_channel
     if channel is None:  # deleting a channel deletes its notifications (CASCADE): only a broken row gets here
         raise RuntimeError("the notification's team channel is gone")
-    response = requests.post(channel.url, data=json.dumps(payload, default=str),
-                             headers={"Content-Type": "application/json"}, timeout=settings.GPUFINOPS_WEBHOOK_TIMEOUT)
+    url = channel.url
+    try:
+        response = post_json(url, json.dumps(payload, default=str))
+    except Exception as exc:  # requests quotes the URL (a credential) in its messages: scrubbed, not chained
+        raise WebhookError(f"{type(exc).__name__}: {scrub(str(exc), url)}") from None
+    if response.is_redirect:
+        raise WebhookError(f"webhook answered HTTP {response.status_code} (a redirect, not followed)")
     if response.status_code >= 300:
-        raise RuntimeError(f"webhook answered HTTP {response.status_code}")
+        raise WebhookError(f"webhook answered HTTP {response.status_code}")
 
 
 def send_notifications(now: datetime | None = None) -> SendReport:
@@ -240,12 +250,13 @@ def send_notifications(now: datetime | None = None) -> SendReport:
                 else:
                     _webhook(batch)
             except Exception as exc:  # SMTP, HTTP, DNS...: recorded, retried with backoff
+                said = f"{type(exc).__name__}: {scrub(str(exc))}"  # any URL in it cut to scheme://host:port
                 report.failed += len(batch)
-                report.errors.append(f"{channel} {recipient}: {type(exc).__name__}: {exc}"[:300])
-                log.warning("finding notification to %s %s failed: %s", channel, recipient, exc)
+                report.errors.append(f"{channel} {recipient}: {said}"[:300])
+                log.warning("finding notification to %s %s failed: %s", channel, recipient, said)
                 for n in batch:
                     n.attempts += 1
-                    n.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+                    n.last_error = said[:2000]
                     if n.attempts >= settings.GPUFINOPS_NOTIFY_MAX_ATTEMPTS:
                         n.status, n.next_attempt_at = Notification.Status.FAILED, None
                         report.given_up += 1

@@ -5,15 +5,16 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from apps.inventory.models import Cluster, GpuPrice, NamespaceTeam, Node, NodeGroup, Team
+from apps.inventory.models import Cluster, GpuPrice, NamespaceTeam, Node, NodeGroup, Team, prometheus_url_problem
 
 
 class ClusterForm(forms.ModelForm):
     """The Prometheus credential is write-only: never rendered, stored encrypted, blank keeps the stored one."""
 
     prometheus_url = forms.URLField(max_length=500, required=False, assume_scheme="https",
-                                    help_text="Credentials in the URL (user:password@) are moved to the "
-                                              "encrypted credential and never shown again.")
+                                    help_text="Only scheme://host:port is kept in view: credentials in the URL "
+                                              "(user:password@) move to the encrypted credential and its path is "
+                                              "stored encrypted (a new URL replaces it). A query is refused.")
     prometheus_auth = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
@@ -28,8 +29,17 @@ class ClusterForm(forms.ModelForm):
             "kube_context", "in_cluster", "metric_names",
         ]
 
+    def clean_prometheus_url(self) -> str:
+        url: str = self.cleaned_data.get("prometheus_url") or ""
+        problem = prometheus_url_problem(url)
+        if problem:
+            raise forms.ValidationError(problem)
+        return url
+
     def save(self, commit: bool = True) -> Cluster:
         cluster = super().save(commit=False)
+        if "prometheus_url" in self.changed_data:
+            cluster.set_prometheus_url(self.cleaned_data.get("prometheus_url") or "")
         if self.cleaned_data.get("clear_prometheus_auth"):
             cluster.prometheus_auth = ""
         elif self.cleaned_data.get("prometheus_auth"):
@@ -42,9 +52,13 @@ class ClusterForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
-    list_display = ["name", "source", "prometheus_url", "credential", "in_cluster", "kube_context", "created_at"]
+    list_display = ["name", "source", "prometheus", "credential", "in_cluster", "kube_context", "created_at"]
     list_filter = ["source", "in_cluster"]
-    search_fields = ["name", "prometheus_url"]
+    search_fields = ["name"]
+
+    @admin.display(description="Prometheus")
+    def prometheus(self, cluster: Cluster) -> str:
+        return cluster.prometheus_shown
     readonly_fields = ["created_at"]
 
     @admin.display(boolean=True, description="credential")

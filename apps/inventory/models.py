@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.common import secrets
+from apps.common.redaction import redact_url, scrub
 
 
 class Cluster(models.Model):
@@ -20,8 +21,11 @@ class Cluster(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.KUBERNETES)
-    # Never holds credentials: `user:password@` is moved out of a URL into the encrypted field on save.
+    # Only scheme://host[:port], what people may see: on save `user:password@` moves into the encrypted credential
+    # and the path (which may be a key: /api/v1/<token>/prom) into prometheus_path_encrypted. A query or fragment
+    # is refused (a token belongs in the credential). The collector reads `prometheus_endpoint`.
     prometheus_url = models.URLField(max_length=500, blank=True)
+    prometheus_path_encrypted = models.TextField(blank=True, editable=False)
     # Bearer token or "user:password" for basic auth, encrypted (apps/common/secrets.py); read it through
     # `prometheus_auth`. Or a file holding it (a mounted Kubernetes Secret), read at collection time.
     prometheus_auth_encrypted = models.TextField(blank=True, editable=False)
@@ -41,10 +45,47 @@ class Cluster(models.Model):
         return self.name
 
     def save(self, *args, **kwargs) -> None:
-        url, userinfo = split_userinfo(self.prometheus_url)
-        if userinfo:
-            self.prometheus_url, self.prometheus_auth = url, userinfo
+        self.move_url_secrets()
         super().save(*args, **kwargs)
+
+    def move_url_secrets(self) -> None:
+        """Keep only scheme://host:port in `prometheus_url`: userinfo to the credential, the path encrypted.
+        A URL with a query or fragment is refused (ValidationError) before anything is stored."""
+        problem = prometheus_url_problem(self.prometheus_url)
+        if problem:
+            raise ValidationError({"prometheus_url": problem})
+        url, userinfo = split_userinfo(self.prometheus_url)
+        parts = urlsplit(url)
+        if userinfo:
+            self.prometheus_auth = userinfo
+        if parts.path.strip("/"):
+            self.prometheus_path_encrypted = secrets.encrypt(parts.path.rstrip("/"))
+        self.prometheus_url = urlunsplit((parts.scheme, parts.netloc, "", "", "")) if url else ""
+
+    def set_prometheus_url(self, url: str) -> None:
+        """A new Prometheus URL, replacing the stored path too (no path: none)."""
+        self.prometheus_path_encrypted = ""
+        self.prometheus_url = url
+        self.move_url_secrets()
+
+    @property
+    def prometheus_endpoint(self) -> str:
+        """The full URL the collector calls (with the decrypted path); never printed: use `prometheus_shown`."""
+        path = secrets.decrypt(self.prometheus_path_encrypted)
+        return self.prometheus_url.rstrip("/") + path if path else self.prometheus_url
+
+    def scrub(self, text: str) -> str:
+        """An error text about this cluster fit to log or store: no part of its Prometheus URL beyond the host."""
+        try:
+            endpoint = self.prometheus_endpoint
+        except secrets.SecretError:
+            endpoint = ""
+        return scrub(text, endpoint, self.prometheus_url)
+
+    @property
+    def prometheus_shown(self) -> str:
+        """What pages, the admin, the API and logs print: scheme://host:port."""
+        return redact_url(self.prometheus_url)
 
     @property
     def prometheus_auth(self) -> str:
@@ -61,6 +102,19 @@ class Cluster(models.Model):
     @property
     def has_prometheus_auth(self) -> bool:
         return bool(self.prometheus_auth_encrypted or self.prometheus_auth_file)
+
+def prometheus_url_problem(url: str) -> str | None:
+    """Why a Prometheus URL cannot be stored (None when it can). Says nothing of the URL's secret parts."""
+    try:
+        parts = urlsplit(url or "")
+        parts.port  # noqa: B018  (raises ValueError on a bad port)
+    except ValueError:
+        return "The Prometheus URL cannot be parsed."
+    if parts.query or parts.fragment:
+        return ("A Prometheus URL with a query (?...) or fragment (#...) is refused: a token in the URL would be "
+                "printed. Put it in the credential (bearer token or user:password) or a credential file instead.")
+    return None
+
 
 def split_userinfo(url: str) -> tuple[str, str]:
     """`https://user:pass@host/x` -> (`https://host/x`, `user:pass`); URLs keep no credentials."""

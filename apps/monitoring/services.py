@@ -61,6 +61,7 @@ def record_run(
     not_attempted = _count(getattr(report, "not_attempted", None))
     if not error and failed:
         error = str(next(iter(report.failed.values()), ""))
+    error = cluster.scrub(error)
     outcome = outcome_of(written, failed, not_attempted, error)
     finished_at = started_at + timedelta(seconds=duration_seconds)
     try:

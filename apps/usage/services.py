@@ -108,6 +108,7 @@ def mark_failed(
 ) -> None:
     """Record the failure and when to try again (exponential backoff, capped; abandoned when too old)."""
     now = now or timezone.now()
+    error = cluster.scrub(error)  # finance reads last_error (/data-status/): never a part of a Prometheus URL
     bucket = Bucket.objects.get(cluster=cluster, hour=hour)
     status, next_attempt = retry_plan(hour, bucket.attempts, status, now)
     Bucket.objects.filter(pk=bucket.pk).update(

@@ -72,9 +72,11 @@ def world_path(tmp_path) -> Path:
 
 
 @pytest.fixture
-def webhook() -> Iterator:
+def webhook(settings) -> Iterator:
     from tests.findings.webhook import WebhookReceiver
 
+    # The receiver listens on loopback, which webhooks never reach unless the operator allows the host by name.
+    settings.GPUFINOPS_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
     receiver = WebhookReceiver()
     yield receiver
     receiver.close()

@@ -22,6 +22,7 @@ from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from apps.common.redaction import scrub
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
@@ -340,7 +341,7 @@ class PrometheusSource(_FindingQueries):
         self.cluster = cluster
         self.metrics = {**DEFAULT_METRICS, **(cluster.metric_names or {})}
         self.prom = PrometheusConnect(
-            url=cluster.prometheus_url,
+            url=cluster.prometheus_endpoint,
             headers=headers or None,
             disable_ssl=not cluster.prometheus_verify_tls,
             timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT,
@@ -362,7 +363,10 @@ class PrometheusSource(_FindingQueries):
         try:
             result = self.prom.custom_query(query=promql, params={"time": at.timestamp()})
         except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
-            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {str(exc)[:300]}") from exc
+            # requests quotes the URL's path and query in its messages: scrubbed before truncating (a cut secret is
+            # still a secret), and not chained (a logged traceback would print the original).
+            said = scrub(str(exc), self.cluster.prometheus_endpoint)
+            raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {said[:300]}") from None
         if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
             raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
         with self._counting:

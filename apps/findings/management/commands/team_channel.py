@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.common.outbound import target_problem
+from apps.common.redaction import scrub
 from apps.findings.models import TeamChannel
 from apps.inventory.models import Team
 
@@ -48,6 +50,9 @@ class Command(BaseCommand):
             parts = urlsplit(opts["url"])
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise CommandError("--url must be an http:// or https:// URL")
+            problem = target_problem(opts["url"])
+            if problem:  # checked again at every send: a name may resolve differently later
+                raise CommandError(f"--url refused: {scrub(problem, opts['url'])}")
             channel = TeamChannel.objects.filter(team=team, name=opts["name"]).first() or TeamChannel(
                 team=team, name=opts["name"])
             channel.url = opts["url"]

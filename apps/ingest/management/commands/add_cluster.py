@@ -4,7 +4,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import URLValidator
 
-from apps.inventory.models import Cluster
+from apps.common.redaction import redact_url
+from apps.inventory.models import Cluster, prometheus_url_problem
 
 
 class Command(BaseCommand):
@@ -32,8 +33,12 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         try:
             URLValidator(schemes=["http", "https"])(opts["prometheus_url"])
-        except ValidationError as exc:
-            raise CommandError(f"--prometheus-url is not an http(s) URL: {opts['prometheus_url']!r}") from exc
+        except ValidationError:
+            raise CommandError(
+                f"--prometheus-url is not an http(s) URL: {redact_url(opts['prometheus_url'])}") from None
+        problem = prometheus_url_problem(opts["prometheus_url"])
+        if problem:
+            raise CommandError(problem)
         if opts["in_cluster"] and opts["kubeconfig"]:
             raise CommandError("--in-cluster and --kubeconfig exclude each other")
         metrics = {}
@@ -46,7 +51,7 @@ class Command(BaseCommand):
         created = cluster is None
         cluster = cluster or Cluster(name=opts["name"])
         cluster.source = Cluster.Source.KUBERNETES
-        cluster.prometheus_url = opts["prometheus_url"].rstrip("/")
+        cluster.set_prometheus_url(opts["prometheus_url"].rstrip("/"))
         cluster.prometheus_auth_file = opts["prometheus_auth_file"]
         if opts["prometheus_auth"]:
             cluster.prometheus_auth = opts["prometheus_auth"]

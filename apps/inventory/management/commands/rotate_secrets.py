@@ -29,6 +29,10 @@ class Command(BaseCommand):
                     cluster.prometheus_auth_encrypted = secrets.rotate(cluster.prometheus_auth_encrypted)
                     cluster.save(update_fields=["prometheus_auth_encrypted"])
                     done += 1
+                # The secret path of a Prometheus URL (apps/inventory/models.py::Cluster.move_url_secrets).
+                for cluster in Cluster.objects.select_for_update().exclude(prometheus_path_encrypted=""):
+                    cluster.prometheus_path_encrypted = secrets.rotate(cluster.prometheus_path_encrypted)
+                    cluster.save(update_fields=["prometheus_path_encrypted"])
         except secrets.SecretError as exc:
             raise CommandError(f"{exc}; nothing was changed") from exc
         self.stdout.write(f"re-encrypted {done} cluster credential{'s' if done != 1 else ''} with the newest key")
