@@ -120,6 +120,20 @@ def mark_failed(
 
 # ---- Writing ----
 
+def _held_resources(holds: tuple[Hold, ...]) -> list[str]:
+    """What a pod holds outside the device plugin, for its row's `resources`: devices per claim
+    (`claim/<name>=2`) and HAMi fractions (`hami=0.5`, shares of GPUs added up, before scaling)."""
+    claims: dict[str, int] = defaultdict(int)
+    fraction = 0.0
+    for h in holds:
+        if h.mode == AllocationMode.DRA:
+            claims[h.claim_name] += 1
+        else:
+            fraction += h.share
+    out = [f"claim/{name}={n}" for name, n in sorted(claims.items())]
+    return out + ([f"hami={fraction:.3g}"] if fraction else [])
+
+
 def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple[list[tuple], dict[str, Decimal]]:
     """PodHour rows with their money, and what the pods on each node are charged (for the node's identity)."""
     rows: list[tuple] = []
@@ -129,7 +143,7 @@ def _pod_tuples(cluster: Cluster, hour: datetime, result: BucketResult) -> tuple
         cost = money.cost(r.allocated, r.price)
         idle_costs = [money.cost(r.idle[s], r.price) or money.ZERO for s in SIGNALS]
         signal_values = [v for s in SIGNALS for v in (r.working[s], r.idle[s], r.unmeasured[s])]
-        resources = ",".join(f"{k}={v:g}" for k, v in sorted(f.requests.items()))
+        resources = ",".join([*(f"{k}={v:g}" for k, v in sorted(f.requests.items())), *_held_resources(f.holds)])
         rows.append((
             cluster.pk, hour, f.namespace, f.name, f.uid, f.workload, f.team, f.node, r.node_group, r.gpu_model,
             f.cluster_queue, f.local_queue, resources[:500], r.gpus, f.held_seconds, r.price, r.allocated,

@@ -27,9 +27,14 @@ EXPECTED_CALLS = {("list", "", "pods"), ("list", "", "nodes"), ("list", "", "nam
                   ("list", "apps", "replicasets"), ("list", "batch", "jobs"), ("list", "kueue.x-k8s.io", "workloads")}
 
 
-@pytest.fixture
-def recorded_world(tmp_path):
-    yield from start_recorded_world(tmp_path)
+# Read only where the cluster serves it (discovery says so): `mixed` serves DRA, `demo` does not.
+DRA_CALLS = {("list", "resource.k8s.io", "resourceslices"), ("list", "resource.k8s.io", "resourceclaims"),
+             ("list", "resource.k8s.io", "deviceclasses")}
+
+
+@pytest.fixture(params=["demo", "mixed"])
+def recorded_world(tmp_path, request):
+    yield from start_recorded_world(tmp_path, scenario_name=request.param)
 
 
 def granted(role: dict) -> set[tuple[str, str, str]]:
@@ -56,6 +61,11 @@ def test_cluster_role_grants_exactly_what_a_collection_used(recorded_world, rend
               else f"  {c.method} {c.path} -> {c.status}: non-resource URL")
     used = world.recorder.permissions
     assert used >= EXPECTED_CALLS
+    with_dra = bool(world.scenario.dra_versions)
+    if with_dra:
+        assert used >= DRA_CALLS
+    else:  # no DRA: not one request to the group, so not one failed request either
+        assert not [c for c in calls if c.group == "resource.k8s.io" or "/resource.k8s.io" in c.path]
     owners = [c for c in calls if c.resource in ("replicasets", "jobs")]
     assert owners and all(c.status == 200 and c.verb == "list" and not c.namespace for c in owners)
     assert not [c for c in calls if not c.is_resource and not c.path.startswith(("/api", "/apis"))]
@@ -68,5 +78,7 @@ def test_cluster_role_grants_exactly_what_a_collection_used(recorded_world, rend
         assert {verb for verb, _, _ in allowed} <= {"get", "list", "watch"}
         touched = {(group, resource) for _, group, resource in used}
         extra = {(group, resource) for _, group, resource in allowed} - touched
+        if not with_dra:
+            extra -= {(group, resource) for _, group, resource in DRA_CALLS}
         assert extra <= set(UNTOUCHED_BUT_GRANTED), f"{overlay}: granted but never used: {sorted(extra)}"
         assert not any(resource == "secrets" or "*" in resource for _, _, resource in allowed)

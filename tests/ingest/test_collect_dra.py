@@ -35,6 +35,11 @@ def mixed(tmp_path_factory, django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(scope="module")
+def mixed_noattr(tmp_path_factory, django_db_setup, django_db_blocker):
+    yield from mixed_world(tmp_path_factory, "mixed-noattr")
+
+
+@pytest.fixture(scope="module")
 def mixed_v1beta1(tmp_path_factory, django_db_setup, django_db_blocker):
     yield from mixed_world(tmp_path_factory, "mixed-v1beta1")
 
@@ -43,6 +48,7 @@ def collect_hour_by_hour(cluster, world, hours):
     """Snapshots every 5 minutes through each hour, then the hour's bucket, as beat drives the collector."""
     source = PrometheusSource(cluster)
     at = hours[0]
+    results = []
     for hour in hours:
         snap = None
         while at <= hour + timedelta(hours=1):
@@ -54,7 +60,9 @@ def collect_hour_by_hour(cluster, world, hours):
         outcome = ledger.collect_bucket(cluster, hour, now=world.end, source=source,
                                         namespace_labels=snap.namespace_labels, owner="test")
         assert outcome.state == "written", outcome.error
+        results.append(outcome.result)
     world.server.set_time(world.end)
+    return results
 
 
 def _sums(rows, key):
@@ -87,7 +95,7 @@ def _check_against_oracle(world, cluster):
     from tests.oracle import expected_ledger
 
     hours = world.hours[-HOURS:]
-    collect_hour_by_hour(cluster, world, hours)
+    results = collect_hour_by_hour(cluster, world, hours)
     start, end = hours[0], hours[-1] + timedelta(hours=1)
     for signal in ("sm_active", "gpu_util"):
         led = expected_ledger(world.scenario, start, end, signal=signal)
@@ -110,6 +118,7 @@ def _check_against_oracle(world, cluster):
         for s in SIGNALS:
             total = getattr(r, f"working_{s}") + getattr(r, f"idle_{s}") + getattr(r, f"unmeasured_{s}")
             assert r.allocated_gpu_hours == pytest.approx(total, abs=1e-9)
+    return results
 
 
 def test_mixed_cluster_matches_the_oracle_per_team_workload_and_node(mixed):
@@ -130,3 +139,11 @@ def test_mixed_cluster_matches_the_oracle_per_team_workload_and_node(mixed):
 def test_mixed_cluster_served_as_v1beta1_matches_the_oracle(mixed_v1beta1):
     cluster = make_cluster(mixed_v1beta1, name="sim-mixed-beta")
     _check_against_oracle(mixed_v1beta1, cluster)
+
+
+def test_dra_nodes_without_the_exporters_dra_attribution_are_unmeasured_and_named(mixed_noattr):
+    cluster = make_cluster(mixed_noattr, name="sim-mixed-noattr")
+    results = _check_against_oracle(mixed_noattr, cluster)
+    assert set().union(*(r.unattributed_dra_nodes for r in results)) == {"dra-h100-0", "dra-h100-1", "dra-mig-0"}
+    dra = PodHour.objects.filter(cluster=cluster, allocation_mode="dra").exclude(pod="")
+    assert dra.exists() and all(r.unmeasured_sm_active == pytest.approx(r.allocated_gpu_hours) for r in dra)
