@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0006_dra_and_hami_gpus'),
+        ('inventory', '0007_dra_and_hami_gpus'),
         ('usage', '0007_ledger_cluster_key'),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0005_team_name_is_a_label_value'),
+        ('inventory', '0006_prometheus_path_encrypted'),
     ]
 
     operations = [
