@@ -20,6 +20,7 @@ RULES_MODULES = {
     "apps.inventory.teams",
     "apps.inventory.workloads",
     "apps.usage.ledger",
+    "apps.usage.holding",
     "apps.usage.money",
     "apps.usage.figures",
     "apps.findings.rules",
