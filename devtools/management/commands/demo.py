@@ -11,6 +11,7 @@ and a fork) share the days of collection and history, so the demo uses every cor
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import multiprocessing
 import os
@@ -69,9 +70,9 @@ class Command(BaseCommand):
         parser.add_argument("--scenario", default="demo")
         parser.add_argument("--days", type=int, default=7)
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--with-dra", action="store_true", default=None,
-                            help="demo scenario only: add its DRA node group and HAMi node (default: "
-                                 "devtools.simulator.scenarios.DEMO_WITH_DRA)")
+        parser.add_argument("--with-dra", action=argparse.BooleanOptionalAction, default=None,
+                            help="demo scenario only: with (--with-dra) or without (--no-with-dra) its DRA node "
+                                 "group and HAMi node (default: devtools.simulator.scenarios.DEMO_WITH_DRA, on)")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         if opts["days"] < 1:

@@ -11,9 +11,10 @@ from ..model import Scenario, floor_hour
 from . import demo, large, mixed, tiny
 
 NAMES = ("demo", "large", "tiny", *mixed.VARIANTS)
-# Whether the demo gets its DRA node group and HAMi node (``mixed.add_to_demo``) when not told: off until the
-# product counts DRA and HAMi GPUs (issue 19), since tests pin the demo's figures.
-DEMO_WITH_DRA = False
+# Whether the demo gets its DRA node group and HAMi node (``mixed.add_to_demo``) when not told: on, now that the
+# product counts DRA and HAMi GPUs (issue 19). Tests that pin the demo's own figures build it with
+# ``with_dra=False`` (``--no-with-dra`` for the commands).
+DEMO_WITH_DRA = True
 
 
 def build_scenario(
