@@ -13,11 +13,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
+from tests.harness import cache
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
+from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
 from tests.harness.smtp import SmtpServer, start_smtp_server
 from tests.harness.worker import CeleryWorker, database_url_from_settings
+
+# No per-example deadline: the house rule is no timing in unit tests, and on a shared 2-core machine a property test's
+# example can take 300 ms for reasons that are not the code's (seen: a FlakyFailure under load 15).
+hypothesis_settings.register_profile("gpufinops", deadline=None)
+hypothesis_settings.load_profile("gpufinops")
 
 # ---- Database ----
 
@@ -32,6 +40,31 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test_gpufinops.sqlite3")
 
 
+@pytest.fixture(scope="session")
+def django_db_keepdb(request, django_db_modify_db_settings) -> bool:
+    """Keep (do not create) the test database with --reuse-db, or when it was restored from the migrated SQLite
+    database cached for these migrations (tests/harness/cache.py): migrating it then only confirms it."""
+    from django.conf import settings
+
+    if request.config.getvalue("reuse_db"):
+        return True
+    entry = cache.migrated_sqlite_entry()
+    if entry is None or not entry.exists() or request.config.getvalue("create_db"):
+        return False
+    cache.copy_sqlite(entry, Path(settings.DATABASES["default"]["TEST"]["NAME"]))
+    return True
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_keepdb) -> None:
+    """pytest-django's, then the migrated SQLite database cached for the next session when it was made here."""
+    from django.db import connection
+
+    entry = cache.migrated_sqlite_entry()
+    if entry is not None and not entry.exists():
+        cache.copy_sqlite(Path(connection.settings_dict["NAME"]), entry)
+
+
 @pytest.fixture
 def postgres_db(db) -> None:
     """The test database, which must be PostgreSQL (skip locally on SQLite, fail in CI)."""
@@ -39,6 +72,33 @@ def postgres_db(db) -> None:
 
     if connection.vendor != "postgresql":
         require_service("postgresql", "DATABASE_URL is not a postgres:// URL (the suite is running on SQLite)")
+
+
+@pytest.fixture(scope="session")
+def shared_rows(django_db_setup, django_db_blocker) -> Iterator[SharedRows]:
+    """Worlds of rows built once and shared by consecutive tests (tests/harness/shared_rows.py)."""
+    global _SHARED_ROWS
+    _SHARED_ROWS = SharedRows(django_db_blocker)
+    yield _SHARED_ROWS
+    _SHARED_ROWS.release()
+    _SHARED_ROWS = None
+
+
+_SHARED_ROWS: SharedRows | None = None
+
+
+@pytest.fixture(autouse=True)
+def _shared_world_first(request) -> None:
+    """A test's shared world is opened before any of its fixtures writes a row (before `db`'s transaction)."""
+    for name in sorted(WORLD_FIXTURES.intersection(request.fixturenames)):
+        request.getfixturevalue(name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A shared world is rolled back before a test that does not use it (it never sees the world's rows)."""
+    if _SHARED_ROWS is not None:
+        _SHARED_ROWS.release_for(item)
 
 
 @pytest.fixture(scope="session")
@@ -282,7 +342,7 @@ def browser():
 
 # Fixtures that start or need a real service (a database server, Redis, a Celery worker, Prometheus, an SMTP
 # server, a browser, a simulated cluster over HTTP): a test using any of them is marked `services`, so
-# `pytest -m "not services"` runs the rest in well under a minute.
+# `make test-fast` (`pytest -m "not services and not slow"`) runs the rest.
 SERVICE_FIXTURES = frozenset({
     "postgres_db", "test_database_url", "redis_url", "clean_redis", "celery_broker", "celery_worker_factory",
     "celery_worker_proc", "prometheus_factory", "smtp_server", "smtp_settings", "browser", "live_server",

@@ -8,6 +8,8 @@ stored as `last_error`.
 
 from __future__ import annotations
 
+import base64
+import logging
 import re
 from urllib.parse import quote, unquote, urlsplit
 
@@ -59,3 +61,44 @@ def scrub(text: str, *urls: str) -> str:
         for piece in _secret_parts(url):
             text = text.replace(piece, redacted)
     return _ANY_URL.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def hide(text: str, *credentials: str) -> str:
+    """`text` without any of `credentials` (a bearer token, user:password, the password alone), raw or in the
+    base64 of a Basic Authorization header a server may echo back."""
+    pieces: set[str] = set()
+    for credential in credentials:
+        if len(credential) < 4:  # too short to be a secret worth searching for, and everywhere in text
+            continue
+        pieces |= {credential, base64.b64encode(credential.encode()).decode()}
+        user, sep, password = credential.partition(":")
+        if sep and len(password) >= 4:
+            pieces.add(password)
+    for piece in sorted(pieces, key=len, reverse=True):
+        text = text.replace(piece, "…")
+    return text
+
+
+class HttpClientLogFilter:
+    """A logging filter for urllib3's loggers, which print request paths and URLs ('"GET /hooks/T0/B0/key
+    HTTP/1.1" 500', 'Retrying ... : /tenant/<token>/api/v1/query?...'): paths become "/…" and URLs
+    scheme://host:port. Attached to those loggers in settings.LOGGING, so every handler sees the clean line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple):
+            record.args = tuple(_clean_arg(a) for a in args)
+        elif isinstance(args, dict):
+            record.args = {k: _clean_arg(v) for k, v in args.items()}
+        # The whole line, formatted once with the cleaned arguments, then any URL left in it cut to the host.
+        record.msg, record.args = scrub(record.getMessage()), None
+        return True
+
+
+def _clean_arg(value: object) -> object:
+    if isinstance(value, str):
+        if value.startswith("/"):
+            return "/…"
+        if "://" in value:
+            return scrub(value)
+    return value

@@ -16,6 +16,7 @@ urlpatterns = [
     path("teams/", views.teams, name="teams"),
     path("capacity/", views.capacity, name="capacity"),
     path("data-status/", views.data_status_page, name="data-status"),
+    path("clusters/<str:cluster>/preflight/", views.cluster_preflight, name="cluster-preflight"),
     path("glossary/", views.glossary, name="glossary"),
     path("reports/", views.reports_page, name="reports"),
     path("reports/unsubscribe/<str:token>/", report_views.unsubscribe, name="report-unsubscribe"),

@@ -5,8 +5,6 @@ over HTTP. The app has no models."""
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +18,7 @@ from django.views.decorators.cache import never_cache
 
 from apps.accounts.selectors import history_days, visible_team_names
 from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_list
+from apps.common.periods import page_window
 from apps.dashboard import charts
 from apps.dashboard.scope import FILTER_LABELS, SIGNAL_NAMES, Scope, parse_scope, period_choices
 from apps.dashboard.selectors import shared
@@ -33,11 +32,13 @@ from apps.dashboard.selectors.workloads import SORT_KEYS, workloads_page
 from apps.dashboard.tables import Block
 from apps.findings.selectors import FindingCounts, counts_for
 from apps.inventory.selectors import visible_clusters
+from apps.monitoring.selectors import last_preflight, last_preflights
 from apps.reports import archive as report_archive
 from apps.usage.activity import SIGNALS
 from apps.usage.selectors import clusters_missing_signal, data_status
 
 BROKER_TIMEOUT_SECONDS = 2
+DATA_STATUS_MAX_DAYS = 93  # one row per cluster and day, as the API's data-status
 
 
 def _finding_counts(scope: Scope) -> FindingCounts:
@@ -63,9 +64,8 @@ def _csv(request: HttpRequest, scope: Scope, page: str, blocks: list[Block]) -> 
         raise Http404("no such table on this page")
     if "all_rows" in block.extra:  # a paged table: the CSV has every row of the filtered view
         block = Block(block.id, block.title, block.columns, block.extra["all_rows"], totals=block.totals)
-    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope.window.label).strip("_")
     response = HttpResponse(block.csv(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="gpufinops-{page}-{block.id}-{label}.csv"'
+    response["Content-Disposition"] = f'attachment; filename="{scope.window.filename(page, block.id)}"'
     return response
 
 
@@ -155,9 +155,8 @@ def workloads(request: HttpRequest) -> HttpResponse:
 
 def _csv_all(scope: Scope, block: Block) -> HttpResponse:
     full = Block(block.id, block.title, block.columns, block.extra["all_rows"], totals=block.totals)
-    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", scope.window.label).strip("_")
     response = HttpResponse(full.csv(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="gpufinops-workloads-{label}.csv"'
+    response["Content-Disposition"] = f'attachment; filename="{scope.window.filename("workloads")}"'
     return response
 
 
@@ -227,7 +226,7 @@ def capacity(request: HttpRequest) -> HttpResponse:
     teams_ = scope.visible_teams
     now = timezone.now()
     w = scope.window
-    start = max(w.start, w.end - timedelta(days=history_days(request.user)))
+    start = w.last(history_days(request.user)).start
     notes = []
     if start > w.start:
         notes.append(f"The chart covers the last {history_days(request.user)} days of the period (history limit).")
@@ -254,15 +253,33 @@ def capacity(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def data_status_page(request: HttpRequest) -> HttpResponse:
-    """Per cluster and day of the last week: which hours are final, which failed or were kept, and why."""
+    """Per cluster and day of the page's period (default the last 7 days): which hours are final, which failed or
+    were kept, and why."""
     teams_ = visible_team_names(request.user)
-    end = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
-    rows = data_status(start=end - timedelta(days=7), end=end, visible_teams=teams_)
+    window, errors = page_window(request.GET, timezone.now(), max_days=DATA_STATUS_MAX_DAYS)
+    rows = data_status(start=window.start, end=window.end, visible_teams=teams_)
     rows.sort(key=lambda r: (r.cluster, -r.day.toordinal()))
     return render(request, "dashboard/data_status.html", {
-        "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams_),
+        "rows": rows, "missing_signal": clusters_missing_signal(visible_teams=teams_), "window": window,
+        "errors": errors,
         "abandon_days": settings.GPUFINOPS_ABANDON_AFTER_DAYS,
+        "preflights": sorted(last_preflights().values(), key=lambda r: r.cluster.name) if request.user.is_staff
+        else [],
         "crumbs": [("Overview", reverse("dashboard:overview")), ("Data status", "")],
+    })
+
+
+@login_required
+def cluster_preflight(request: HttpRequest, cluster: str) -> HttpResponse:
+    """Staff only: the cluster's last preflight (`check_cluster`): each check, what was found, status, fix."""
+    run = last_preflight(cluster) if request.user.is_staff else None
+    if run is None:
+        raise Http404("no preflight of that cluster")
+    return render(request, "dashboard/preflight.html", {
+        "run": run, "failed": sum(1 for c in run.checks if c.get("status") == "fail"),
+        "warned": sum(1 for c in run.checks if c.get("status") == "warn"),
+        "crumbs": [("Overview", reverse("dashboard:overview")), ("Data status", reverse("dashboard:data-status")),
+                   (f"Preflight of {cluster}", "")],
     })
 
 

@@ -13,13 +13,14 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, TypedDict
 
 from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, NOT_DEVICE_PLUGIN, REPLICATED
 from apps.usage import money
+from apps.usage.activity import metrics_fix
 from apps.usage.ledger import BucketResult, NodeFact, SeriesFact
 from apps.usage.sources import DeviceActivity, DeviceHealth, VanishedDevice
 
@@ -277,6 +278,40 @@ def stragglers(pods: Sequence[PodFigures], series: Sequence[SeriesFact], nodes: 
 # ---- Unhealthy GPUs (infra loss) ----
 
 
+class DeviceNodes:
+    """The Kubernetes node of each GPU a bucket's health and activity answers name: GPUs are matched by UUID,
+    never by the exporter's `Hostname` label, which is the exporter's own pod name when it runs without
+    `NODE_NAME` (charts before early 2023, GPU Operator before v23.9, hand-written DaemonSets).
+
+    In order: the node of a pod holding the GPU in the hour (Kubernetes' `spec.nodeName`); the node another
+    GPU of the same exporter was found on that way (one exporter serves one node); the `Hostname` itself when
+    it is a node Kubernetes knows; the node kube-state-metrics' `kube_pod_info` puts the exporter pod of that
+    name on (`exporters`); else the `Hostname` as given (the preflight's `Hostname` check names the fix)."""
+
+    def __init__(self, pods: Iterable[PodFigures], series: Iterable[SeriesFact], nodes: Mapping[str, NodeFact],
+                 seen: Iterable[tuple[str, str]], exporters: Mapping[str, str] | None = None):
+        pod_node = {(p.namespace, p.pod): p.node for p in pods}
+        self.by_uuid: dict[str, str] = {}
+        for s in sorted(series, key=lambda s: (s.uuid, s.namespace, s.pod)):
+            node = pod_node.get((s.namespace, s.pod))
+            if node:
+                self.by_uuid.setdefault(s.uuid, node)
+        self.nodes = nodes
+        self.by_host: dict[str, str] = {}
+        for host, uuid in sorted(set(seen)):
+            if uuid in self.by_uuid and host not in nodes:
+                self.by_host.setdefault(host, self.by_uuid[uuid])
+        for host, node in (exporters or {}).items():
+            self.by_host.setdefault(host, node)
+
+    def node(self, hostname: str, uuid: str) -> str:
+        if uuid in self.by_uuid:
+            return self.by_uuid[uuid]
+        if hostname in self.nodes:
+            return hostname
+        return self.by_host.get(hostname, hostname)
+
+
 def throttle_share(clock: tuple[int, int, float] | None, mask: int) -> tuple[float, list[str]]:
     """Share of the bucket with a counted clock-event reason, from the bitmask's min, max and mean over the
     bucket: exact when the bucket had at most two distinct values (a GPU throttled or not), an estimate
@@ -325,6 +360,7 @@ def unhealthy(
     nodes: Mapping[str, NodeFact],
     bucket_seconds: float,
     p: Params,
+    exporters: Mapping[str, str] | None = None,
 ) -> list[HourFinding]:
     """One finding per physical GPU and reason, for each hour with:
 
@@ -341,43 +377,53 @@ def unhealthy(
     a vanished GPU's holder is the pod its last series named). Team, pod: the holder with the most GPU-hours.
     """
     hours_bucket = bucket_seconds / 3600.0
-    flagged: dict[tuple[str, str], dict[str, Detail]] = defaultdict(dict)  # (node, uuid) -> reason -> detail
+    where = DeviceNodes(pods, series, nodes, [(h.node, h.uuid) for h in health] + [(v.node, v.uuid) for v in vanished],
+                        exporters)
+    by_name = {(pod.namespace, pod.pod): pod for pod in pods}
+    flagged: dict[str, dict[str, Detail]] = defaultdict(dict)  # uuid -> reason -> detail
+    node_of: dict[str, str] = {}  # uuid -> its Kubernetes node (DeviceNodes)
     for h in health:
+        node_of[h.uuid] = where.node(h.node, h.uuid)
         codes = sorted(c for c in h.xid_codes if c in p.xid_codes)
         if codes:
-            flagged[(h.node, h.uuid)]["xid"] = {"xid_codes": codes}
+            flagged[h.uuid]["xid"] = {"xid_codes": codes}
         share, names = throttle_share(h.clock_events, p.throttle_mask)
         if names and share >= p.throttle_min_share:
-            flagged[(h.node, h.uuid)]["throttle"] = {
+            flagged[h.uuid]["throttle"] = {
                 "reasons": names, "throttled_seconds": _dec(share * bucket_seconds),
                 "power_violation_seconds": _dec(h.power_violation_seconds),
                 "thermal_violation_seconds": _dec(h.thermal_violation_seconds)}
         if h.row_remap_failure or h.uncorrectable_remapped_rows > 0:
-            flagged[(h.node, h.uuid)]["remap"] = {"row_remap_failure": h.row_remap_failure,
-                                                  "uncorrectable_remapped_rows": h.uncorrectable_remapped_rows}
+            flagged[h.uuid]["remap"] = {"row_remap_failure": h.row_remap_failure,
+                                        "uncorrectable_remapped_rows": h.uncorrectable_remapped_rows}
         if h.ecc_dbe > 0:
-            flagged[(h.node, h.uuid)]["ecc"] = {"ecc_dbe": h.ecc_dbe}
-    last_holder: dict[tuple[str, str], tuple[str, str]] = {}
+            flagged[h.uuid]["ecc"] = {"ecc_dbe": h.ecc_dbe}
+    last_holder: dict[str, tuple[str, str]] = {}
     for v in vanished:
-        if _node_whole(v.node, nodes, bucket_seconds):
-            flagged[(v.node, v.uuid)]["vanished"] = {"last_seen": v.last_seen.isoformat()}
-            last_holder[(v.node, v.uuid)] = (v.namespace, v.pod)
+        # A vanished GPU has no series in the hour: its last holder's node, else as DeviceNodes finds it.
+        holder = by_name.get((v.namespace, v.pod))
+        node = holder.node if holder is not None else where.node(v.node, v.uuid)
+        if _node_whole(node, nodes, bucket_seconds):
+            node_of[v.uuid] = node
+            flagged[v.uuid]["vanished"] = {"last_seen": v.last_seen.isoformat()}
+            last_holder[v.uuid] = (v.namespace, v.pod)
     for g in still_gone:
-        if (g.node, g.uuid) not in last_holder and _node_whole(g.node, nodes, bucket_seconds):
-            flagged[(g.node, g.uuid)]["vanished"] = {}
-            last_holder[(g.node, g.uuid)] = g.holder
+        if g.uuid not in last_holder and _node_whole(g.node, nodes, bucket_seconds):
+            node_of[g.uuid] = g.node  # as found (resolved) the hour before
+            flagged[g.uuid]["vanished"] = {}
+            last_holder[g.uuid] = g.holder
     if not flagged:
         return []
-    by_name = {(pod.namespace, pod.pod): pod for pod in pods}
     on_gpu: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # uuid -> pod uid -> hours
     for uid, entries in pod_devices(pods, series).items():
         for s, hours in entries:
             on_gpu[s.uuid][uid] += hours
     by_uid = {pod.uid: pod for pod in pods}
     out = []
-    for (node, uuid), reasons in sorted(flagged.items()):
-        held = {uid: h for uid, h in on_gpu.get(uuid, {}).items() if by_uid[uid].node == node}
-        gone = last_holder.get((node, uuid))
+    for uuid, reasons in sorted(flagged.items(), key=lambda item: (node_of[item[0]], item[0])):
+        node = node_of[uuid]
+        held = dict(on_gpu.get(uuid, {}))  # a UUID names one GPU in the fleet: its holders wherever listed
+        gone = last_holder.get(uuid)
         if not held and gone and gone in by_name:
             pod = by_name[gone]  # its series vanished with the GPU: the GPU's share of the pod
             held = {pod.uid: pod.allocated / max(round(pod.gpus), 1) if pod.gpus >= 1 else pod.allocated}
@@ -417,7 +463,8 @@ def _node_whole(node: str, nodes: Mapping[str, NodeFact], bucket_seconds: float)
 
 
 def unattributed(unheld: Sequence[DeviceActivity], pods: Sequence[PodFigures], series: Sequence[SeriesFact],
-                 nodes: Mapping[str, NodeFact], bucket_seconds: float, p: Params) -> list[HourFinding]:
+                 nodes: Mapping[str, NodeFact], bucket_seconds: float, p: Params,
+                 exporters: Mapping[str, str] | None = None) -> list[HourFinding]:
     """A device (whole GPU or MIG instance) whose series without a pod identity averaged above
     `unattributed_threshold` over the hour, that no pod's series named in the hour, on a node with no held GPU
     left unmeasured (else the activity may be an unlabelled holder's: an attribution gap, shown as coverage).
@@ -429,8 +476,10 @@ def unattributed(unheld: Sequence[DeviceActivity], pods: Sequence[PodFigures], s
     held = {(s.uuid, s.gpu_instance_id) for s in series if (s.namespace, s.pod) in names}
     held_gpus = {uuid for uuid, _gi in held}
     unmeasured_nodes = {pod.node for pod in pods if pod.unmeasured > EPS}
+    where = DeviceNodes(pods, series, nodes, [(d.node, d.uuid) for d in unheld], exporters)
     out = []
-    for d in sorted(unheld, key=lambda d: (d.node, d.uuid, d.gpu_instance_id)):
+    for d in sorted((replace(d, node=where.node(d.node, d.uuid)) for d in unheld),
+                    key=lambda d: (d.node, d.uuid, d.gpu_instance_id)):
         if d.value <= p.unattributed_threshold or d.node in unmeasured_nodes:
             continue
         fact = nodes.get(d.node)
@@ -476,8 +525,10 @@ def missing_signal(pods: Sequence[PodFigures], series: int, signals: Iterable[st
         c, u = priced(pod.unmeasured, pod.price)
         cost, unpriced = cost + c, unpriced + u
     reason = "no DCGM series" if not series else f"DCGM series without {metric}"
-    detail = {"signal": signal, "metric": metric, "reason": reason,
-              "fix": "dcp-metrics-included.csv" if series else "deploy dcgm-exporter with pod labels"}
+    detail: Detail = {"signal": signal, "metric": metric, "reason": reason,
+                      "fix": str(metrics_fix(metric)) if series else "deploy dcgm-exporter with pod labels"}
+    if series:
+        detail["line"] = metrics_fix(metric).line  # the metrics-list line to add (stock lists leave it out)
     charge = sum((priced(pod.allocated, pod.price)[0] for pod in pods), ZERO)
     return [HourFinding(
         kind=Kind.MISSING_SIGNAL, subject=signal, gpu_hours=gh(hours), cost=cost, unpriced_gpu_hours=unpriced,
@@ -487,8 +538,9 @@ def missing_signal(pods: Sequence[PodFigures], series: int, signals: Iterable[st
 
 
 def team_label_rejected(rejected: Iterable[tuple[str, str, str]], pods: Sequence[PodFigures]) -> list[HourFinding]:
-    """Pods whose team label was not obeyed ((uid, label value, reason): `invalid` or `enforced`); their hours,
-    charged to the team the rule chose, are the finding's. Shown to staff and finance only."""
+    """Pods whose team label was reported ((uid, label value, reason): `invalid` or `enforced`, not obeyed, or
+    `other_team`, obeyed although it names another team than the namespace's); their hours, charged to the team
+    the rule chose, are the finding's. Shown to staff and finance only."""
     by_uid = {pod.uid: pod for pod in pods}
     out = []
     for uid, value, reason in sorted(set(rejected)):

@@ -104,9 +104,13 @@ def bucket_findings(cluster: Cluster, hour: datetime, assembled: AssembledBucket
     if before:
         reporting = source.devices_reporting(hour, end, {g.uuid for g in before})
         before = [g for g in before if g.uuid not in reporting]
-    out += rules.unhealthy(health, vanished, before, pods, series, nodes, inputs.seconds, p)
-    out += rules.unattributed(source.unheld_activity(hour, end, above=p.unattributed_threshold), pods, series,
-                              nodes, inputs.seconds, p)
+    unheld = source.unheld_activity(hour, end, above=p.unattributed_threshold)
+    # Hostnames that are no node's: exporters without NODE_NAME name their own pod; Kubernetes says where it runs.
+    hosts = {h.node for h in health} | {v.node for v in vanished} | {d.node for d in unheld}
+    strangers = hosts - set(nodes)
+    exporters = source.pod_nodes(hour, end, strangers) if strangers else {}
+    out += rules.unhealthy(health, vanished, before, pods, series, nodes, inputs.seconds, p, exporters)
+    out += rules.unattributed(unheld, pods, series, nodes, inputs.seconds, p, exporters)
     out += rules.missing_signal(pods, result.series, result.signals, p.signal, metric_name(cluster, p.signal))
     out += rules.team_label_rejected(
         ((pod.uid, choice.rejected, choice.reason) for pod, choice in assembled.rejected_teams), pods)

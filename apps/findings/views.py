@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework.exceptions import ValidationError
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.params import parse_range
+from apps.common.periods import page_window, quick_windows
 from apps.inventory.selectors import team_named, visible_clusters, visible_team_rows
 
 from .notifications import opt_out, read_opt_out_token
 from .selectors import KINDS, counts_for, finding_list
 
-PERIODS = (1, 7, 30)
 MAX_ROWS = 500
 
 
@@ -28,49 +27,38 @@ def _text(value: str | None) -> str | None:
     return value[:253] if value and value.isprintable() else None
 
 
-def _range(get, errors: list[str]) -> tuple[datetime, datetime] | None:
-    """`start` and `end` (ISO dates or times on the hour, UTC) when given, read as the API reads them; a bad one
-    is said on the page and the days are used instead."""
-    if not ((get.get("start") or "").strip() or (get.get("end") or "").strip()):
-        return None
-    try:
-        return parse_range(get, default_days=7)
-    except ValidationError as exc:
-        detail = exc.detail if isinstance(exc.detail, dict) else {"range": exc.detail}
-        for name, messages in detail.items():
-            errors.append(f"{name}: {' '.join(str(m) for m in messages)} Showing the last days instead.")
-        return None
-
-
 @login_required
 def findings_page(request: HttpRequest) -> HttpResponse:
-    """Findings the user may see over the last 1/7/30 days, filtered by kind, cluster, team and node; their
-    counts and the infra loss next to each team's charge."""
+    """Findings the user may see over the page's period (the one period rule: the same bounds as the overviews and
+    the API), filtered by kind, cluster, team and node; their counts and the infra loss next to each team's
+    charge."""
     teams = visible_team_names(request.user)
     get = request.GET
-    errors: list[str] = []
-    days = int(get.get("days", "7")) if get.get("days", "7") in {str(d) for d in PERIODS} else 7
-    chosen = _range(get, errors)  # start/end (the overviews link here with their period) win over days
+    now = timezone.now()
+    window, errors = page_window(get, now, max_days=settings.GPUFINOPS_API_MAX_RANGE_DAYS,
+                                 max_hourly_days=settings.GPUFINOPS_API_MAX_HOURLY_DAYS)
     kind = get.get("kind") or None
     if kind is not None and kind not in KINDS:
         errors.append(f"Unknown kind {kind[:40]!r}: showing every kind.")
         kind = None
     cluster, team, node = _text(get.get("cluster")), _text(get.get("team")), _text(get.get("node"))
     ongoing = {"1": True, "0": False}.get(get.get("ongoing", ""))
-    if chosen is not None:
-        start, end = chosen
-    else:
-        end = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-        start = end - timedelta(days=days)
+    start, end = window.start, window.end
     rows = list(finding_list(visible_teams=teams, start=start, end=end, kinds=[kind] if kind else (),
                              clusters=[cluster] if cluster else (), teams=[team] if team else (),
                              nodes=[node] if node else (), ongoing=ongoing)[: MAX_ROWS + 1])
     counts = counts_for(visible_teams=teams, start=start, end=end, team=team, cluster=cluster, charges=True)
     team_names = visible_team_rows(visible_teams=teams).values_list("name", flat=True)
+    filters = [(k, v) for k, v in (("kind", kind), ("cluster", cluster), ("team", team), ("node", node),
+                                   ("ongoing", get.get("ongoing", ""))) if v]
+    periods = [(label, urlencode([*w.params, *filters]), w.params == window.params)
+               for label, w in quick_windows(now)]
     return render(request, "findings/index.html", {
         "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS, "counts": counts, "finding_counts": counts,
-        "kinds": KINDS, "kind": kind, "cluster": cluster, "team": team, "node": node, "days": days,
-        "periods": PERIODS, "ongoing": get.get("ongoing", ""), "errors": errors, "start": start, "end": end,
+        "kinds": KINDS, "kind": kind, "cluster": cluster, "team": team, "node": node, "window": window,
+        "window_params": list(window.params), "window_query": urlencode(window.params), "periods": periods,
+        "all_nodes_query": urlencode([*window.params, *[(k, v) for k, v in filters if k != "node"]]),
+        "ongoing": get.get("ongoing", ""), "errors": errors, "start": start, "end": end,
         "clusters": list(visible_clusters(visible_teams=teams).values_list("name", flat=True)),
         "teams": list(team_names), "sees_all": teams is None,
     })

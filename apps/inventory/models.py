@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.common import secrets
-from apps.common.redaction import redact_url, scrub
+from apps.common.redaction import hide, redact_url, scrub
 
 
 class Cluster(models.Model):
@@ -75,12 +75,13 @@ class Cluster(models.Model):
         return self.prometheus_url.rstrip("/") + path if path else self.prometheus_url
 
     def scrub(self, text: str) -> str:
-        """An error text about this cluster fit to log or store: no part of its Prometheus URL beyond the host."""
+        """An error text about this cluster fit to log or store: no part of its Prometheus URL beyond the host, and
+        not its credential (a server may echo the Authorization header back in an error)."""
         try:
-            endpoint = self.prometheus_endpoint
-        except secrets.SecretError:
-            endpoint = ""
-        return scrub(text, endpoint, self.prometheus_url)
+            endpoint, credential = self.prometheus_endpoint, self.prometheus_auth
+        except (secrets.SecretError, OSError):
+            endpoint, credential = "", ""
+        return hide(scrub(text, endpoint, self.prometheus_url), credential)
 
     @property
     def prometheus_shown(self) -> str:
@@ -156,6 +157,8 @@ class Node(models.Model):
     ready = models.BooleanField(default=True)
     unschedulable = models.BooleanField(default=False)
     created = models.DateTimeField(null=True, blank=True)
+    # spec.providerID as last observed; the bill's ResourceId is matched against it (apps/billing/matching.py).
+    provider_id = models.CharField(max_length=1000, blank=True, default="")
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     gone = models.BooleanField(default=False)
@@ -203,15 +206,18 @@ class Team(models.Model):
 class NamespaceTeam(models.Model):
     """Explicit namespace-to-team mapping (ledger.md "Teams").
 
-    A plain mapping is used when neither pod nor namespace carries a team label. An *enforced* one wins
-    over both: tenants write labels, so an administrator can pin who pays for a namespace.
+    A mapping is *enforced* unless the operator marks the namespace self-labelling (`enforced=False`): it wins
+    over pod and namespace labels, because tenants write labels. In a self-labelling namespace the labels
+    decide and the mapping applies only to what carries none.
     """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True)
     namespace = models.CharField(max_length=253)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="namespaces")
     enforced = models.BooleanField(
-        default=False, help_text="Wins over pod and namespace labels; a label naming another team is reported."
+        default=True,
+        help_text="Wins over pod and namespace labels (a label naming another team is reported, not obeyed). "
+                  "Untick to make the namespace self-labelling: its tenants' team labels decide.",
     )
 
     class Meta:
@@ -221,7 +227,7 @@ class NamespaceTeam(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.namespace} -> {self.team.name}{' (enforced)' if self.enforced else ''}"
+        return f"{self.namespace} -> {self.team.name}{'' if self.enforced else ' (self-labelling)'}"
 
 
 class GpuPrice(models.Model):

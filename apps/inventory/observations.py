@@ -30,6 +30,9 @@ class NodeInfo:
     unschedulable: bool
     created: datetime | None
     hami_register: str = ""  # annotation `hami.io/node-nvidia-register` as written ("" on a node HAMi does not run)
+    # spec.providerID (`aws:///us-east-2a/i-0fea…`, `gce://project/zone/name`, `azure:///subscriptions/…`): the
+    # cloud's name for the machine, which the bill's ResourceId is matched against (apps/billing/matching.py).
+    provider_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,7 @@ class ClusterSnapshot:
     kueue_error: str = ""
     # (namespace, kind, name) -> (kind, name) of that ReplicaSet's or Job's controller, to climb owner chains.
     owners: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
-    owners_error: str = ""  # why ReplicaSets/Jobs could not be listed (workloads then stop at them)
+    owners_error: str = ""  # why ReplicaSets/Jobs/StatefulSets could not be listed (workloads then stop at them)
     # `resource.k8s.io` (DRA): None when the cluster serves no version of it (normal: no DRA). Served but
     # unreadable fails the read (the ledger would otherwise drop every claim's GPUs).
     dra: DraObjects | None = None

@@ -19,7 +19,8 @@ from apps.inventory.observations import ClusterSnapshot, NodeInfo
 from apps.inventory.teams import is_valid_team_name
 
 NODE_FIELDS = ["node_group", "gpu_model", "physical_gpus", "sharing", "labels", "capacity", "allocatable", "ready",
-               "unschedulable", "created", "last_seen", "gone", "dra_devices", "dra_held", "hami_gpus", "hami_shares"]
+               "unschedulable", "created", "provider_id", "last_seen", "gone", "dra_devices", "dra_held", "hami_gpus",
+               "hami_shares"]
 
 
 def _dra_device(d: DraDevice) -> dict[str, object]:
@@ -69,6 +70,7 @@ def nodes_sync(
         node.ready = info.ready
         node.unschedulable = info.unschedulable
         node.created = info.created
+        node.provider_id = info.provider_id
         node.last_seen = seen_at
         node.gone = False
         dra_node = dra.inventory.nodes.get(info.name) if dra is not None else None
@@ -119,9 +121,10 @@ def set_price(gpu_model: str, usd: Decimal, effective_from: date, cluster: Clust
     return price
 
 
-def map_namespace(namespace: str, team_name: str, *, cluster: Cluster | None = None, enforced: bool = False,
+def map_namespace(namespace: str, team_name: str, *, cluster: Cluster | None = None, enforced: bool = True,
                   create_team: bool = False) -> NamespaceTeam:
-    """Map `namespace` (in `cluster`, or in every cluster) to a team; `enforced` makes it win over labels.
+    """Map `namespace` (in `cluster`, or in every cluster) to a team. Enforced (the default) wins over labels;
+    `enforced=False` makes the namespace self-labelling (labels decide, the mapping covers what has none).
 
     Raises ValidationError for a team name that is not a valid label value, or an unknown team without
     `create_team`.

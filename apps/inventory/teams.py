@@ -1,12 +1,15 @@
 """The team rule: who pays for a pod, a workload, a local queue (ledger.md "Teams").
 
-In order: an *enforced* namespace mapping; the pod (or object) label; the namespace label; a plain
-namespace mapping; otherwise `unassigned`. The label key is a setting (`GPUFINOPS_TEAM_LABEL`).
+In order: an *enforced* namespace mapping (every mapping is, unless the operator marks its namespace
+self-labelling); the pod (or object) label; the namespace label; a self-labelling namespace's mapping;
+otherwise `unassigned`. The label key is a setting (`GPUFINOPS_TEAM_LABEL`).
 
 Labels are written by tenants. A label value that is not a valid label value (at most 63 characters,
 alphanumerics, `-`, `_`, `.`, beginning and ending with an alphanumeric) never names a team: its hours go
 to `unassigned` and the attempt is reported. In an enforced namespace a label naming another team is
-reported (who tried to bill whom), not obeyed. Hours are never dropped for want of a team.
+reported (who tried to bill whom), not obeyed. Where labels decide, a label naming another existing team
+than the namespace's own (its mapping's, else its namespace label's) is obeyed and still reported. Hours are
+never dropped for want of a team.
 
 This is the one home of the rule: the ledger, capacity, queues and views all ask a `TeamRule`.
 """
@@ -19,10 +22,11 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from apps.inventory.models import Cluster, NamespaceTeam
+from apps.inventory.models import Cluster, NamespaceTeam, Team
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 MAX_TEAM_NAME = 63
+OTHER_TEAM = "other_team"
 
 
 def is_valid_team_name(value: str) -> bool:
@@ -41,8 +45,14 @@ class TeamChoice:
     """The team an object is charged to, and what was refused on the way (empty when nothing was)."""
 
     team: str
-    rejected: str = ""  # the label value that was not obeyed
-    reason: str = ""  # "invalid" (not a label value) or "enforced" (names another team in an enforced namespace)
+    rejected: str = ""  # the label value reported (not obeyed, except for "other_team")
+    # "invalid" (not a label value), "enforced" (names another team in an enforced namespace: not obeyed) or
+    # "other_team" (names another existing team than the namespace's own: obeyed, reported)
+    reason: str = ""
+
+    @property
+    def obeyed(self) -> bool:
+        return self.reason == OTHER_TEAM
 
 
 class TeamRule:
@@ -55,16 +65,19 @@ class TeamRule:
         *,
         label_key: str | None = None,
         unassigned: str | None = None,
+        known_teams: Iterable[str] = (),
     ) -> None:
         self.mappings = dict(mappings)
         self.namespace_labels = dict(namespace_labels)
+        self.known_teams = frozenset(known_teams)
         self.label_key = label_key or settings.GPUFINOPS_TEAM_LABEL
         self.unassigned = unassigned or settings.GPUFINOPS_UNASSIGNED_TEAM
 
     @classmethod
     def for_cluster(cls, cluster: Cluster, namespace_labels: Mapping[str, Mapping[str, str]]) -> TeamRule:
         """The database's mappings for `cluster` (a cluster-specific row wins over one for all clusters)."""
-        return cls(namespace_mappings(cluster), namespace_labels)
+        return cls(namespace_mappings(cluster), namespace_labels,
+                   known_teams=Team.objects.values_list("name", flat=True))
 
     def for_namespace(self, namespace: str) -> TeamChoice:
         """The team of a namespace (a local queue, or a pod without its own label)."""
@@ -74,18 +87,21 @@ class TeamRule:
         """The team of a pod or workload with these labels in `namespace`."""
         mapping = self.mappings.get(namespace)
         own = (labels.get(self.label_key) or "").strip()
-        if mapping is not None and mapping.enforced:
-            if own and own != mapping.team:
-                return TeamChoice(mapping.team, rejected=own, reason="enforced")
-            return TeamChoice(mapping.team)
-        if own:
-            return self._checked(own)
         ns_label = (self.namespace_labels.get(namespace, {}).get(self.label_key) or "").strip()
-        if ns_label:
-            return self._checked(ns_label)
-        if mapping is not None:
+        label = own or ns_label
+        if mapping is not None and mapping.enforced:
+            if label and label != mapping.team:
+                return TeamChoice(mapping.team, rejected=label, reason="enforced")
             return TeamChoice(mapping.team)
-        return TeamChoice(self.unassigned)
+        if not label:
+            return TeamChoice(mapping.team if mapping is not None else self.unassigned)
+        choice = self._checked(label)
+        if choice.reason:
+            return choice
+        home = mapping.team if mapping is not None else (ns_label if own and is_valid_team_name(ns_label) else "")
+        if home and label != home and label in self.known_teams:
+            return TeamChoice(label, rejected=label, reason=OTHER_TEAM)
+        return choice
 
     def _checked(self, value: str) -> TeamChoice:
         if is_valid_team_name(value):

@@ -6,6 +6,12 @@ custom resource the operator's well-known label names it (Kubeflow `training.kub
 `ray.io/cluster`, JobSet `jobset.sigs.k8s.io/jobset-name`). It is written `Kind/name`, in the pod's
 namespace. A pod with no controller is its own workload, `Pod/name`.
 
+LeaderWorkerSet (the usual way to serve a model across nodes): a group's leader pod is owned by the
+StatefulSet `<lws>`, owned by the LeaderWorkerSet; its workers by the StatefulSet `<lws>-<group>`, owned by
+the leader pod. The climb goes through StatefulSets and that leader pod (the collector lists StatefulSets and
+records the controller of every StatefulSet pod); where it cannot (kube-state-metrics history names no
+StatefulSet's owner) the pods' `leaderworkerset.sigs.k8s.io/name` label does.
+
 This is the one home of the rule; the collectors hand over owner references, the ledger stores the result.
 """
 
@@ -13,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Owners whose own controller the collector reads (listing them), to climb one more step.
-CLIMBABLE = frozenset({"ReplicaSet", "Job"})
+# Owners whose own controller the collector reads (listing them, and StatefulSet pods: LWS leaders), to climb.
+CLIMBABLE = frozenset({"ReplicaSet", "Job", "StatefulSet", "Pod"})
 # Operator labels naming the custom resource a pod belongs to, when the owner chain ends in one.
 OPERATOR_LABELS: tuple[tuple[str, str], ...] = (
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
@@ -44,8 +50,9 @@ def workload_of(
 ) -> str:
     """`Kind/name` of the pod's top controller (see the module docstring).
 
-    1. Climb from the pod's controller through ReplicaSets and Jobs whose own controller is known.
-    2. Where that ends at the pod itself, a ReplicaSet or a Job (their controller unknown, or none), an
+    1. Climb from the pod's controller through ReplicaSets, Jobs, StatefulSets and (LWS workers) the leader
+       pod whose own controller is known.
+    2. Where that ends at a pod, a ReplicaSet, a Job or a StatefulSet (their controller unknown, or none), an
        operator label naming a custom resource wins; any other controller (a Deployment, a PyTorchJob, a
        Notebook...) is the workload as found.
     """
@@ -55,7 +62,7 @@ def workload_of(
         if parent is None:
             break
         kind, name = parent
-    if kind in ("Pod", *CLIMBABLE):
+    if kind in CLIMBABLE:
         kind, name = _operator_workload(labels) or (kind, name)
     return f"{kind}/{name}"
 

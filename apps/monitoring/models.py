@@ -58,3 +58,21 @@ class CollectionTotals(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster_id} {self.outcome}: {self.runs} runs"
+
+
+class PreflightRun(models.Model):
+    """One preflight of a cluster (`manage.py check_cluster`, also run by `add_cluster`): every check with what
+    was found, its status and its fix (`checks`: a list of objects, apps/ingest/preflight/checks.py `Check`).
+    Only the newest per cluster is shown; older ones stay for comparison and are few (one per run by hand)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="preflight_runs")
+    ran_at = models.DateTimeField()
+    ok = models.BooleanField()  # no check failed: nothing would leave hours unmeasured or unattributed
+    checks = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["cluster", "-ran_at"]
+        indexes = [models.Index(fields=["cluster", "ran_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id}@{self.ran_at:%Y-%m-%dT%H:%M:%S} {'ok' if self.ok else 'failing'}"

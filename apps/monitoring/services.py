@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from apps.inventory.models import Cluster
 from apps.monitoring.logs import log_context
-from apps.monitoring.models import CollectionRun, CollectionTotals
+from apps.monitoring.models import CollectionRun, CollectionTotals, PreflightRun
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +108,9 @@ def collection_run(fn: F_) -> F_:
         return report
 
     return wrapper  # type: ignore[return-value]
+
+
+def record_preflight(cluster: Cluster, ran_at: datetime, checks: list[dict[str, Any]]) -> PreflightRun:
+    """Keep one preflight's table (plain JSON rows with a `status`); ok when no row failed."""
+    ok = not any(c.get("status") == "fail" for c in checks)
+    return PreflightRun.objects.create(cluster=cluster, ran_at=ran_at, ok=ok, checks=checks)

@@ -1,97 +1,32 @@
-"""Report periods: ISO weeks (`2026-W47`, Monday 00:00 to Monday 00:00 UTC) and calendar months (`2026-11`),
-and whether a period is final (every hour of it, for every cluster that existed in it, has a final OK bucket).
+"""Report periods: ISO weeks (`2026-W47`, Monday 00:00 to Monday 00:00 UTC) and calendar months (`2026-11`), whose
+bounds are the one period rule's (`apps.common.periods`, re-exported here), and whether a period is final
+(every hour of it, for every cluster that existed in it, has a final OK bucket).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Count, Max, Min, Q
 
-from apps.common.timeutils import HOUR, iso_week_start, month_start, next_month, to_utc
+from apps.billing.selectors import bill_stamp
+from apps.common.periods import (  # noqa: F401 (re-exported: the reports' periods are the rule's)
+    KINDS,
+    MONTHLY,
+    WEEKLY,
+    Period,
+    comparison_periods,
+    last_complete,
+    month,
+    parse_period,
+    period_containing,
+    week,
+)
+from apps.common.timeutils import HOUR, to_utc
 from apps.inventory.models import Cluster
 from apps.usage.models import Bucket
-
-WEEKLY = "weekly"
-MONTHLY = "monthly"
-KINDS = (WEEKLY, MONTHLY)
-_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
-
-
-@dataclass(frozen=True, order=True)
-class Period:
-    """A report period: `[start, end)` UTC."""
-
-    start: datetime
-    end: datetime
-    kind: str
-    label: str
-
-    @property
-    def hours(self) -> int:
-        return int((self.end - self.start) / HOUR)
-
-    @property
-    def noun(self) -> str:
-        return "week" if self.kind == WEEKLY else "month"
-
-    def previous(self, n: int = 1) -> Period:
-        """The period `n` before this one."""
-        p = self
-        for _ in range(n):
-            p = period_containing(self.kind, p.start - HOUR)
-        return p
-
-    def following(self) -> Period:
-        return period_containing(self.kind, self.end)
-
-    def billing_month(self) -> str:
-        """The calendar month a week rolls into (the month of its last day), for the e-mail's note."""
-        return (self.end - timedelta(days=1)).strftime("%Y-%m")
-
-
-def week(t: datetime) -> Period:
-    start = iso_week_start(t)
-    year, number, _ = start.date().isocalendar()
-    return Period(start, start + timedelta(days=7), WEEKLY, f"{year}-W{number:02d}")
-
-
-def month(t: datetime) -> Period:
-    start = month_start(t)
-    return Period(start, next_month(start), MONTHLY, f"{start:%Y-%m}")
-
-
-def period_containing(kind: str, t: datetime) -> Period:
-    return week(t) if kind == WEEKLY else month(t)
-
-
-def last_complete(kind: str, now: datetime) -> Period:
-    """The last period of `kind` that has ended by `now`."""
-    return period_containing(kind, period_containing(kind, to_utc(now)).start - HOUR)
-
-
-def parse_period(text: str) -> Period:
-    """`2026-W47` (ISO week) or `2026-11` (calendar month); ValueError with a readable reason otherwise."""
-    text = (text or "").strip()
-    if m := _WEEK.match(text):
-        try:
-            monday = date.fromisocalendar(int(m[1]), int(m[2]), 1)
-        except ValueError as exc:
-            raise ValueError(f"{text!r} is not an ISO week (weeks run 01 to 52 or 53)") from exc
-        if not 1970 <= monday.year <= 9000:
-            raise ValueError("year out of range")
-        return week(datetime(monday.year, monday.month, monday.day, tzinfo=UTC))
-    if m := _MONTH.match(text):
-        year, mon = int(m[1]), int(m[2])
-        if not 1 <= mon <= 12 or not 1970 <= year <= 9000:
-            raise ValueError(f"{text!r} is not a month (YYYY-MM, 01 to 12)")
-        return month(datetime(year, mon, 1, tzinfo=UTC))
-    raise ValueError("a period is an ISO week like 2026-W47 or a month like 2026-11")
-
 
 # ---- Coverage: is the period final? ----
 
@@ -211,9 +146,11 @@ def period_state(period: Period, now: datetime) -> PeriodState:
 
 
 def ledger_stamp(period: Period) -> str:
-    """Changes whenever the ledger of the period does (every bucket write stamps `collected_at`)."""
+    """Changes whenever the ledger of the period does (every bucket write stamps `collected_at`), or its cloud bill
+    (apps.billing: an import for a closed period restates it in the billed basis)."""
     agg = Bucket.objects.filter(hour__gte=period.start, hour__lt=period.end).aggregate(
         latest=Max("collected_at"), n=Count("id"), ok=Count("id", filter=Q(status=Bucket.Status.OK)),
     )
     raw = f"{agg['latest'].isoformat() if agg['latest'] else ''}|{agg['n']}|{agg['ok']}"
-    return hashlib.sha256(raw.encode()).hexdigest()
+    bill = bill_stamp(period.start, period.end)  # "" without a bill: the stamps of bill-less periods stay as they were
+    return hashlib.sha256((raw + (f"|{bill}" if bill else "")).encode()).hexdigest()

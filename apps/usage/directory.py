@@ -8,11 +8,14 @@ Cluster connection settings (Prometheus URL, credentials, kubeconfig) are never 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Max
+from rest_framework.exceptions import ValidationError
 
+from apps.common.params import parse_text_list
 from apps.inventory.models import NamespaceTeam, NodeGroup, Team
 from apps.inventory.selectors import plausible_name, team_clusters, visible_clusters, visible_team_rows
 from apps.usage.models import Bucket
@@ -79,3 +82,35 @@ def cluster_get(*, name: str, visible_teams: set[str] | None) -> ClusterInfo | N
         return None
     groups = list(NodeGroup.objects.filter(cluster=cluster).order_by("name").values_list("name", flat=True))
     return ClusterInfo(cluster.name, cluster.source, _latest_ok_hours([cluster.id]).get(cluster.id), groups)
+
+
+def unknown_filter_values(*, visible_teams: set[str] | None, teams: Sequence[str] = (),
+                          clusters: Sequence[str] = ()) -> dict[str, list[str]]:
+    """The `team` and `cluster` filter values that name nothing the caller may see, by parameter (an API filter
+    that matches nothing by a typo must say so, not answer an empty 200). A team or cluster that exists but is not
+    the caller's reads the same as one that does not exist: visibility is not leaked."""
+    unknown: dict[str, list[str]] = {}
+    if teams:
+        known = set(visible_team_rows(visible_teams=visible_teams).filter(name__in=list(teams))
+                    .values_list("name", flat=True))
+        if missing := [t for t in teams if t not in known]:
+            unknown["team"] = missing
+    if clusters:
+        known = set(visible_clusters(visible_teams=visible_teams).filter(name__in=list(clusters))
+                    .values_list("name", flat=True))
+        if missing := [c for c in clusters if c not in known]:
+            unknown["cluster"] = missing
+    return unknown
+
+
+def refuse_unknown_filters(params: Mapping[str, str], *, visible_teams: set[str] | None) -> None:
+    """A 400 naming every `team` and `cluster` filter value of an API request that matches nothing the caller may
+    see (`{"team": ["Unknown team, or not one you may see: 'x'."]}`)."""
+    unknown = unknown_filter_values(visible_teams=visible_teams, teams=parse_text_list(params, "team"),
+                                    clusters=parse_text_list(params, "cluster"))
+    if unknown:
+        raise ValidationError({
+            name: [f"Unknown {name}{'s' if len(values) > 1 else ''}, or not one you may see: "
+                   f"{', '.join(repr(v[:60]) for v in values)}."]
+            for name, values in unknown.items()
+        })

@@ -47,7 +47,7 @@ class AssembledBucket:
 
     inputs: BucketInputs
     has_dcgm: bool  # any DCGM activity series existed in the bucket
-    rejected_teams: tuple[tuple[PodFact, TeamChoice], ...]  # pods whose team label was not obeyed
+    rejected_teams: tuple[tuple[PodFact, TeamChoice], ...]  # pods whose team label was reported (teams.py)
     warnings: tuple[str, ...] = ()  # tenant input that was refused or cut, said in the bucket's warnings
 
 
@@ -249,10 +249,9 @@ def assemble_bucket(
         pods.append(pod)
         if team.rejected:
             rejected.append((pod, team))
-            warnings.append(
-                f"pod {pod.namespace}/{pod.name}: team label {team.rejected[:80]!r} not obeyed ({team.reason}); "
-                f"charged to {team.team}"
-            )
+            said = "names another team than its namespace's" if team.obeyed else f"not obeyed ({team.reason})"
+            warnings.append(f"pod {pod.namespace}/{pod.name}: team label {team.rejected[:80]!r} {said}; "
+                            f"charged to {team.team}")
     nodes = node_facts(cluster, hour, end, source.node_history(hour, end, node_label_keys()))
     series = source.activity(hour, end)
     inputs = BucketInputs(

@@ -359,6 +359,9 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
     Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
     uids = [p.uid for p in snap.pods]
     hand = hand_out(snap)
+    if hand.warnings:  # tenant-written HAMi annotations, claims naming unpublished devices: refused, said once
+        log.info("cluster %s: %d DRA/HAMi objects not counted as written: %s", cluster.name, len(hand.warnings),
+                 "; ".join(hand.warnings[:20]), extra={"cluster": cluster.name})
     # Pods not gone, plus any of this snapshot's pods seen before (a pod can come back after a blip).
     known = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(uid__in=uids))}
     to_create, to_update = [], []

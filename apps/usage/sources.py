@@ -62,7 +62,7 @@ class DeviceHealth:
     Counter fields are increases over the bucket (max - min of the counter; a counter reset overstates them).
     """
 
-    node: str  # the exporter's Hostname/hostname label
+    node: str  # the exporter's Hostname/hostname label: a node name, or the exporter pod's (no NODE_NAME)
     uuid: str
     xid_codes: tuple[int, ...] = ()  # non-zero XID codes seen (the last one and the highest: a code, not a count)
     clock_events: tuple[int, int, float] | None = None  # (min, max, mean) of the clock-event reasons bitmask
@@ -159,4 +159,9 @@ class MetricsSource(Protocol):
 
     def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
         """Device series without a pod identity whose default-signal activity averaged above `above`."""
+        ...
+
+    def pod_nodes(self, start: datetime, end: datetime, pods: Collection[str]) -> dict[str, str]:
+        """Pod name -> the node kube-state-metrics put it on in `[start, end)` (`kube_pod_info`), for the named
+        pods: where an exporter whose `Hostname` is its own pod name runs."""
         ...

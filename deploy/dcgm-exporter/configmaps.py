@@ -7,6 +7,8 @@
   names it; the key must be `dcgm-metrics.csv` (the operator mounts it and points the exporter at it).
 * configmap-dcgm-exporter-chart.yaml: for the standalone dcgm-exporter Helm chart, mounted over the file its
   `-f` argument reads (values-dcgm-exporter.yaml).
+* values-dcgm-exporter-custom-metrics.yaml: the same list as the chart's own `customMetrics` value (the chart
+  writes it into its metrics ConfigMap; the complete list, it replaces the default rather than adding to it).
 """
 
 from __future__ import annotations
@@ -31,10 +33,21 @@ def render(name: str, namespace: str, key: str, csv_text: str) -> str:
     )
 
 
+def render_custom_metrics(csv_text: str) -> str:
+    body = "".join(f"  {line}\n" if line else "\n" for line in csv_text.rstrip("\n").split("\n"))
+    return (
+        "# Generated from dcgm-metrics.csv by configmaps.py: edit the CSV, then run the script.\n"
+        "# Standalone dcgm-exporter Helm chart values: its own customMetrics (the complete list; not additive).\n"
+        "# Use this or values-dcgm-exporter.yaml with its ConfigMap, not both.\n"
+        f"customMetrics: |\n{body}"
+    )
+
+
 def main() -> None:
     csv_text = (HERE / "dcgm-metrics.csv").read_text(encoding="utf-8")
     for filename, (name, namespace, key) in TARGETS.items():
         (HERE / filename).write_text(render(name, namespace, key, csv_text), encoding="utf-8")
+    (HERE / "values-dcgm-exporter-custom-metrics.yaml").write_text(render_custom_metrics(csv_text), encoding="utf-8")
 
 
 if __name__ == "__main__":

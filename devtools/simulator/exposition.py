@@ -11,7 +11,20 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import dra
-from .model import DRIVER, MODELS, SEG, Controller, Node, Pod, Scenario, _uuid, parse_quantity, sanitize, to_ts
+from .model import (
+    DRIVER,
+    MODELS,
+    SEG,
+    Controller,
+    Node,
+    Pod,
+    Scenario,
+    _uuid,
+    parse_quantity,
+    provider_id,
+    sanitize,
+    to_ts,
+)
 
 # (metric, key in entity_values, help): dcgm-exporter's field names (etc/default-counters.csv, help texts too)
 DCGM_METRICS = [
@@ -34,6 +47,9 @@ DCGM_METRICS = [
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor", "Ratio of cycles the tensor (HMMA) pipe is active."),
 ]
 DCGM_FAMILIES = [m for m, _k, _h in DCGM_METRICS]
+# Commented out in dcgm-exporter's stock lists (default-counters.csv, dcp-metrics-included.csv) and the GPU
+# Operator's built-in one; GR_ENGINE_ACTIVE and PIPE_TENSOR_ACTIVE are on (Scenario.stock_counters).
+STOCK_OFF = frozenset({"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY"})
 # Typed `counter` in dcgm-exporter's /metrics (the OpenMetrics export types every family gauge: OpenMetrics
 # counters need a `_total` suffix these names lack).
 DCGM_COUNTERS = frozenset({"DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION",
@@ -125,6 +141,8 @@ class DcgmLayout:
         self.drop_empty = drop_empty
         self.renames = dict(renames or {})
         self.want = set(metrics) if metrics else None
+        if sc.stock_counters:  # dcgm-exporter's stock counters list: SM activity commented out
+            self.want = (self.want or set(DCGM_FAMILIES)) - STOCK_OFF
         self.names = (("exported_container", "exported_namespace", "exported_pod") if exported
                       else ("container", "namespace", "pod"))
         self.plans: dict = {}  # entity kind -> [(emitted metric, value key)]
@@ -192,7 +210,9 @@ class DcgmLayout:
         ]
         if e.profile:
             base += [("GPU_I_PROFILE", e.profile), ("GPU_I_ID", e.gi_id)]
-        base += [(self.hostname_label, node.name), ("DCGM_FI_DRIVER_VERSION", DRIVER)]
+        # Without NODE_NAME dcgm-exporter names its own pod as the Hostname (dcgm-exporter#58, #68, #188).
+        host = node.name if self.sc.exporter_node_name else exporter_pod(self.sc, node.name)
+        base += [(self.hostname_label, host), ("DCGM_FI_DRIVER_VERSION", DRIVER)]
         attrs = []
         # dcgm-exporter never attributes HAMi tenants, nor DRA devices unless its DRA attribution is on.
         attributed = node.kind != "hami" and (node.kind != "dra" or self.sc.dra_attribution)
@@ -400,7 +420,10 @@ def ksm_pod_rows(sc: Scenario, p: Pod, t: float):
         yield "kube_pod_completion_time", pl, float(p.finish)
     if p.deleted_running and p.deleted - 30 <= t:
         yield "kube_pod_deletion_timestamp", pl, float(p.deleted)
-    yield "kube_pod_labels", pl + [("label_" + sanitize(k), v) for k, v in sorted(p.labels.items())], 1.0
+    # kube-state-metrics exports only the labels its --metric-labels-allowlist names (none by default).
+    shown = sorted(p.labels.items()) if sc.ksm_labels is None else \
+        sorted((k, v) for k, v in p.labels.items() if k in sc.ksm_labels)
+    yield "kube_pod_labels", pl + [("label_" + sanitize(k), v) for k, v in shown], 1.0
     if p.start is None:
         yield "kube_pod_status_unschedulable", pl, 1.0
     for fam_req, fam_lim, conts in (
@@ -420,7 +443,10 @@ def ksm_pod_rows(sc: Scenario, p: Pod, t: float):
 
 
 def ksm_controller_rows(c: Controller):
-    """``kube_replicaset_owner`` / ``kube_job_owner`` of a visible ReplicaSet or Job (``<none>`` without owner)."""
+    """``kube_replicaset_owner`` / ``kube_job_owner`` of a visible ReplicaSet or Job (``<none>`` without owner).
+    kube-state-metrics has no owner series for StatefulSets: nothing for them."""
+    if c.kind == "StatefulSet":
+        return
     replicaset = c.kind == "ReplicaSet"
     metric, label = ("kube_replicaset_owner", "replicaset") if replicaset else ("kube_job_owner", "job_name")
     ok, oname = c.owner if c.owner else ("<none>", "<none>")
@@ -434,9 +460,11 @@ def ksm_controller_rows(c: Controller):
 
 def ksm_namespace_rows(sc: Scenario):
     for ns, labels in sc.namespaces.items():
+        shown = sorted(labels.items()) if sc.ksm_labels is None else \
+            sorted((k, v) for k, v in labels.items() if k in sc.ksm_labels)
         yield (
             "kube_namespace_labels",
-            [("namespace", ns)] + [("label_" + sanitize(k), v) for k, v in sorted(labels.items())],
+            [("namespace", ns)] + [("label_" + sanitize(k), v) for k, v in shown],
             1.0,
         )
 
@@ -455,7 +483,7 @@ def ksm_node_rows(sc: Scenario, n: Node, t: float):
             ("kubeproxy_version", f"v1.{dra.kubernetes_minor(sc)}.4"),
             ("os_image", "Amazon Linux 2023"),
             ("pod_cidr", "10.244.0.0/24"),
-            ("provider_id", f"sim://{sc.cluster_name}/{n.name}"),
+            ("provider_id", provider_id(sc.cluster_name, n.name)),
             ("system_uuid", n.uid),
         ],
         1.0,
@@ -472,6 +500,18 @@ def ksm_node_rows(sc: Scenario, n: Node, t: float):
             1.0 if st == "true" else 0.0,
         )
     yield "kube_node_created", nl, float(n.created)
+    if not sc.exporter_node_name and n.entities:
+        # The node's dcgm-exporter pod, whose name its series carry as Hostname when it runs without NODE_NAME.
+        # (Only in that variant: the other scenarios' kube-state-metrics series stay as the tests pin them.)
+        pod = exporter_pod(sc, n.name)
+        yield (
+            "kube_pod_info",
+            [("namespace", "gpu-operator"), ("pod", pod), ("uid", _uuid("dcgmpod-uid", sc.name, n.name)),
+             ("host_ip", n.ip), ("pod_ip", n.ip), ("node", n.name), ("created_by_kind", "DaemonSet"),
+             ("created_by_name", "nvidia-dcgm-exporter"), ("priority_class", "system-node-critical"),
+             ("host_network", "false")],
+            1.0,
+        )
 
 
 def ksm_samples(sc: Scenario, at):

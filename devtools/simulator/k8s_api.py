@@ -90,7 +90,9 @@ KUEUE_RESOURCES = [
 # Built-in groups beside core: the owners the collector lists (read-only), group -> (version, resources).
 BUILTIN_GROUPS = {
     "apps": ("v1", [{"name": "replicasets", "singularName": "replicaset", "namespaced": True, "kind": "ReplicaSet",
-                     "verbs": ["get", "list"], "shortNames": ["rs"], "categories": ["all"]}]),
+                     "verbs": ["get", "list"], "shortNames": ["rs"], "categories": ["all"]},
+                    {"name": "statefulsets", "singularName": "statefulset", "namespaced": True,
+                     "kind": "StatefulSet", "verbs": ["get", "list"], "shortNames": ["sts"], "categories": ["all"]}]),
     "batch": ("v1", [{"name": "jobs", "singularName": "job", "namespaced": True, "kind": "Job",
                       "verbs": ["get", "list"], "categories": ["all"]}]),
 }
@@ -105,13 +107,14 @@ KIND_OF = {
     "pods": "Pod",
     "namespaces": "Namespace",
     "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
     "jobs": "Job",
     "clusterqueues": "ClusterQueue",
     "localqueues": "LocalQueue",
     "resourceflavors": "ResourceFlavor",
     "workloads": "Workload",
 }
-NAMESPACED = {"pods", "replicasets", "jobs", "localqueues", "workloads", *dra_objects.NAMESPACED}
+NAMESPACED = {"pods", "replicasets", "statefulsets", "jobs", "localqueues", "workloads", *dra_objects.NAMESPACED}
 
 
 class BadRequest(Exception):
@@ -303,6 +306,9 @@ class SimServer(serving.Server):
         return dra.kubernetes_minor(self.scenario)
 
 
+SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
 def _encode_continue(t: float, offset: int) -> str:
     return base64.urlsafe_b64encode(json.dumps({"t": t, "o": offset}).encode()).decode()
 
@@ -321,9 +327,27 @@ def _make_handler(srv: SimServer):
         _send = serving.Handler.send
 
         def do_POST(self):
+            if urlparse(self.path).path.rstrip("/") == SSAR_PATH:
+                return self._access_review()
             self._send(405, _status(405, "MethodNotAllowed", "the simulated API server is read-only"))
 
         do_PUT = do_PATCH = do_DELETE = do_POST
+
+        def _access_review(self):
+            """SelfSubjectAccessReview: may the caller do this? Allowed unless the scenario denies the resource
+            (``Scenario.rbac_denied``: (apiGroup, resource) pairs), as an RBAC role missing a rule would."""
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                review = json.loads(self.rfile.read(length) or b"{}")
+                attrs = review["spec"]["resourceAttributes"]
+            except (ValueError, KeyError, TypeError):
+                return self._send(400, _status(400, "BadRequest", "not a SelfSubjectAccessReview"))
+            denied = (attrs.get("group") or "", attrs.get("resource") or "") in srv.scenario.rbac_denied
+            review["status"] = {"allowed": not denied,
+                                **({"reason": "no RBAC rule grants it"} if denied else {"reason": "allowed"})}
+            review.setdefault("apiVersion", "authorization.k8s.io/v1")
+            review.setdefault("kind", "SelfSubjectAccessReview")
+            return self._send(201, review)
 
         def do_GET(self):
             srv.requests += 1

@@ -164,6 +164,13 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def provider_id(cluster_name: str, node_name: str) -> str:
+    """A node's `spec.providerID`. The simulated cluster is an EKS-like one (Amazon Linux, EKS node labels), so an
+    AWS instance id derived from the names: stable across runs, and what the demo's cloud bill
+    (devtools/simulator/bill.py) names as ResourceId."""
+    return f"aws:///us-east-1a/i-{hashlib.sha256(f'{cluster_name}/{node_name}'.encode()).hexdigest()[:17]}"
+
+
 def to_ts(at) -> float:
     if isinstance(at, (int, float)):
         return float(at)
@@ -333,14 +340,15 @@ class Pod:
 
 @dataclass
 class Controller:
-    """A ReplicaSet or a Job (the owners the collector lists), with its own controller or none.
+    """A ReplicaSet, a Job or a StatefulSet (the owners the collector lists), with its own controller or none
+    (a LeaderWorkerSet's worker StatefulSet: its leader pod, ``("Pod", name)``).
 
     Visible from ``created`` until ``deleted``: a ReplicaSet or Job exists from its first pod's creation until
     its last pod is gone (a Job is deleted with its pods, 3 h after it finished); a Job that Kueue keeps
     suspended (a quota-pending workload, no pods) exists while its Kueue workload does."""
 
     namespace: str
-    kind: str  # ReplicaSet | Job
+    kind: str  # ReplicaSet | Job | StatefulSet
     name: str
     uid: str
     owner: tuple | None = None  # (kind, name): Deployment, CronJob, JobSet, ...
@@ -496,6 +504,11 @@ class Scenario:
         # them and document the conventions. A scenario without them serves no resource.k8s.io group at all.
         self.dra_versions: tuple[str, ...] = ()  # resource.k8s.io versions the API server serves, highest first
         self.dra_attribution = True  # dcgm-exporter labels a DRA device's series with its consumers (DRA on)
+        # How the cluster's exporters are set up (the demo's variants, ``scenarios.DEMO_VARIANTS``):
+        self.exporter_node_name = True  # dcgm-exporter gets NODE_NAME: Hostname = node (else its own pod's name)
+        self.stock_counters = False  # dcgm-exporter's stock list: no DCGM_FI_PROF_SM_ACTIVE (exposition.STOCK_OFF)
+        self.rbac_denied: frozenset[tuple[str, str]] = frozenset()  # (apiGroup, resource) the collector may not list
+        self.ksm_labels: tuple[str, ...] | None = None  # kube-state-metrics' label allowlist (None: all labels)
         self.dra_devices: dict[str, list] = {}  # node -> [dra.Device] its gpu.nvidia.com pool publishes
         self.dra_other_slices: list = []  # [dra.OtherSlice]: other drivers' devices (not GPUs)
         self.templates: list = []  # [dra.Template]: ResourceClaimTemplates
@@ -769,7 +782,7 @@ class Scenario:
             p.deleted_running = deleted_running
         p.ip = f"10.244.{p.idx // 250 % 250}.{p.idx % 250 + 2}"
         self.pods.append(p)
-        if owner is not None and owner[0] in ("ReplicaSet", "Job"):
+        if owner is not None and owner[0] in ("ReplicaSet", "Job", "StatefulSet"):
             self.controller(namespace, owner[0], owner[1], owner_parent).pods.append(p.idx)
         if node is not None and start is not None:
             for u in units or []:

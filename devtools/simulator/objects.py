@@ -15,11 +15,12 @@ from .model import (
     iso,
     owner_uid,
     parse_quantity,
+    provider_id,
     to_ts,
 )
 
-KINDS = ("nodes", "pods", "namespaces", "replicasets", "jobs", "clusterqueues", "localqueues", "workloads",
-         "resourceflavors")
+KINDS = ("nodes", "pods", "namespaces", "replicasets", "statefulsets", "jobs", "clusterqueues", "localqueues",
+         "workloads", "resourceflavors")
 # apiVersion of the owners pods and their controllers refer to
 API_VERSION = {
     "Job": "batch/v1", "CronJob": "batch/v1", "ReplicaSet": "apps/v1", "Deployment": "apps/v1",
@@ -63,7 +64,7 @@ def _meta(
 # ------------------------------------------------------------------------------ nodes
 def node_obj(sc: Scenario, n: Node, t: float) -> dict:
     unsched = n.unschedulable(t)
-    spec = {"providerID": f"sim://{sc.cluster_name}/{n.name}", "podCIDR": "10.244.0.0/24"}
+    spec = {"providerID": provider_id(sc.cluster_name, n.name), "podCIDR": "10.244.0.0/24"}
     taints = []
     if n.gpus:
         taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
@@ -379,6 +380,32 @@ def replicaset_obj(sc: Scenario, c: Controller, t: float) -> dict:
         "spec": {"replicas": len(alive), "selector": {"matchLabels": selector}, "template": _template(sc, pods[0])},
         "status": {"replicas": len(alive), "fullyLabeledReplicas": len(alive), "readyReplicas": len(running),
                    "availableReplicas": len(running), "observedGeneration": 1},
+    }
+
+
+def statefulset_obj(sc: Scenario, c: Controller, t: float) -> dict:
+    """A StatefulSet; a LeaderWorkerSet's are owned by the LWS (the leaders') or by a group's leader pod."""
+    pods = [sc.pods[i] for i in c.pods]
+    alive = [p for p in pods if p.visible(t)]
+    running = [p for p in alive if p.phase(t) == "Running"]
+    keep = ("app", "leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/group-index")
+    selector = {k: v for k, v in pods[0].labels.items() if k in keep} or {"app": c.name}
+    meta = _meta(sc, c.name, c.created, namespace=c.namespace, uid=c.uid, labels=selector)
+    if c.owner and c.owner[0] == "Pod":  # owner_refs names no pods: the leader pod's own uid
+        leader = next((p for p in sc.pods if p.namespace == c.namespace and p.name == c.owner[1]), None)
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": c.owner[1],
+                                    "uid": leader.uid if leader else owner_uid(sc, c.namespace, c.owner[1]),
+                                    "controller": True, "blockOwnerDeletion": True}]
+    elif c.owner:
+        meta["ownerReferences"] = owner_refs(sc, c.namespace, c.owner)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": meta,
+        "spec": {"replicas": len(alive), "serviceName": c.name, "selector": {"matchLabels": selector},
+                 "template": _template(sc, pods[0])},
+        "status": {"replicas": len(alive), "readyReplicas": len(running), "availableReplicas": len(running),
+                   "currentReplicas": len(alive), "observedGeneration": 1},
     }
 
 
@@ -765,8 +792,9 @@ def k8s_objects(sc: Scenario, kind: str, at, version: str = "v1beta2") -> list[d
         return [pod_obj(sc, p, t) for p in sc.pods if p.created <= t < p.deleted]
     if kind == "namespaces":
         return [namespace_obj(sc, n, lab) for n, lab in sc.namespaces.items()]
-    if kind in ("replicasets", "jobs"):
-        want, build = ("ReplicaSet", replicaset_obj) if kind == "replicasets" else ("Job", job_obj)
+    if kind in ("replicasets", "jobs", "statefulsets"):
+        want, build = {"replicasets": ("ReplicaSet", replicaset_obj), "jobs": ("Job", job_obj),
+                       "statefulsets": ("StatefulSet", statefulset_obj)}[kind]
         return [build(sc, c, t) for c in sc.controllers.values() if c.kind == want and c.visible(t)]
     if kind == "resourceflavors":
         return [resourceflavor_obj(sc, f, version) for f in sc.flavors]

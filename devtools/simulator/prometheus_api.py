@@ -356,7 +356,10 @@ def _parse_time(value: str | None) -> int:
 
 
 class PrometheusServer(serving.Server):
-    """``/api/v1/query`` (GET or POST) answered from a ``SimulatedTSDB``; ``/-/ready``, ``/-/healthy``."""
+    """``/api/v1/query`` (GET or POST) answered from a ``SimulatedTSDB``; ``/-/ready``, ``/-/healthy``;
+    ``/api/v1/status/buildinfo`` and ``/api/v1/status/flags`` (``retention``: the TSDB retention it reports)."""
+
+    retention = "15d"  # Prometheus' default
 
     def __init__(self, tsdb: SimulatedTSDB, host: str, port: int):
         self.tsdb = tsdb
@@ -400,6 +403,12 @@ def _make_handler(srv: PrometheusServer):
             if path == "/api/v1/query":
                 code, answer = srv.answer(self._params(body))
                 self.send(code, answer)
+            elif path == "/api/v1/status/buildinfo":
+                self.send(200, {"status": "success", "data": {"version": "2.42.0-sim", "revision": "sim",
+                                                              "branch": "sim", "goVersion": "go1.22"}})
+            elif path == "/api/v1/status/flags":  # Prometheus' defaults: 15 days' retention
+                self.send(200, {"status": "success", "data": {"storage.tsdb.retention.time": srv.retention,
+                                                              "storage.tsdb.retention.size": "0B"}})
             elif path in ("/-/ready", "/-/healthy"):
                 self.send(200, "Prometheus is Ready.\n", "text/plain; charset=utf-8")
             else:

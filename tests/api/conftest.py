@@ -34,6 +34,7 @@ from apps.inventory.services import record_teams
 from apps.usage.activity import SIGNALS
 from apps.usage.models import Bucket, NodeHour, PodHour
 from apps.usage.services import rollup_day, rollup_hour
+from tests.harness.shared_rows import WORLD_FIXTURES
 
 DAY = datetime(2026, 11, 23, tzinfo=UTC)
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -115,9 +116,22 @@ def pod_hour(cluster, hour, pod, team, *, working, idle, unmeasured=0.0, gpus=4.
     )
 
 
+WORLD_FIXTURES.add("shared_ledger")
+
+
 @pytest.fixture
-def ledger(db):
-    """The ledger of the module docstring, plus idle-allocation pod rows on 2026-11-24."""
+def shared_ledger(shared_rows) -> dict[str, Cluster]:
+    return shared_rows.world("shared_ledger", build_ledger)
+
+
+@pytest.fixture
+def ledger(shared_ledger, db) -> dict[str, Cluster]:
+    """The ledger of the module docstring, plus idle-allocation pod rows on 2026-11-24: built once for the tests
+    that run one after another with it, each in a transaction of its own (tests/harness/shared_rows.py)."""
+    return shared_ledger
+
+
+def build_ledger() -> dict[str, Cluster]:
     alpha = Cluster.objects.create(name="alpha", prometheus_url="http://prom-alpha:9090")
     beta = Cluster.objects.create(name="beta", prometheus_url="http://prom-beta:9090")
     NodeGroup.objects.create(cluster=alpha, name="h100")

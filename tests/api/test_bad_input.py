@@ -35,7 +35,7 @@ CASES = [
     ("/api/v1/idle-allocations/", "page_size=100000", "page_size"),
     ("/api/v1/teams/", "page=abc", "page"),
     ("/api/v1/teams/", "page_size=0", "page_size"),
-    ("/api/v1/teams/", "format=csv", "format"),
+    ("/api/v1/teams/", "format=xml", "format"),
     ("/api/v1/clusters/", "page=-1", "page"),
     ("/api/v1/clusters/", "page_size=1.5", "page_size"),
 ]

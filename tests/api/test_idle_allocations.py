@@ -26,8 +26,8 @@ def test_it_lists_pods_idle_for_the_minimum_consecutive_hours_up_to_the_latest_b
         "activity": 0.0,
         "allocated_gpu_hours": 12.0,
         "idle_gpu_hours": 12.0,
-        "cost": 24.0,
-        "idle_cost": 24.0,
+        "cost": "24.000000",
+        "idle_cost": "24.000000",
     }
     assert rows["idle-llm"]["activity"] == pytest.approx(0.0025)
     assert rows["idle-llm"]["idle_gpu_hours"] == pytest.approx(23.94)

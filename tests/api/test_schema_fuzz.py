@@ -51,6 +51,9 @@ def test_it_never_answers_5xx_to_generated_requests(ledger, users, keep_connecti
     schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application, headers=headers)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 6
+    document = schema.raw_schema
+    documented = {(method.upper(), path): {int(code) for code in spec["responses"]}
+                  for path, methods in document["paths"].items() for method, spec in methods.items()}
     seen: dict[str, set[int]] = {}
     unsatisfiable: list[str] = []
 
@@ -66,6 +69,13 @@ def test_it_never_answers_5xx_to_generated_requests(ledger, users, keep_connecti
         def run(case):
             response = case.call(headers=headers)
             assert response.status_code < 500, (case.as_curl_command(), response.text[:500])
+            # No undocumented status: every answer is one the schema lists for the operation.
+            statuses = documented[(case.operation.method.upper(), case.operation.path)]
+            assert response.status_code in statuses, (case.as_curl_command(), response.status_code, statuses)
+            if response.status_code >= 400:  # the one error envelope, always JSON
+                assert response.headers.get("content-type", [""])[0].startswith("application/json"), (
+                    case.as_curl_command(), response.status_code, response.text[:300])
+                assert set(response.json()) == {"detail", "errors"}, (case.as_curl_command(), response.text[:300])
             seen.setdefault(case.operation.label, set()).add(response.status_code)
 
         try:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
@@ -26,8 +27,18 @@ UNASSIGNED = dict(zip(FIELDS, [2, 0, 0, 2, 4, 0, 0], strict=True))
 TOTALS = dict(zip(FIELDS, [42, 14, 24, 4, 100, 60, 0], strict=True))
 
 
+MONEY = {"cost", "idle_cost", "capacity_cost", "unallocated_cost"}
+
+
 def _figures(row):
-    return {name: row[name] for name in FIELDS}
+    """The row's figures, money read from its decimal string (money is never a JSON number)."""
+    return _money({name: row[name] for name in FIELDS})
+
+
+def _money(figures):
+    for name in MONEY & set(figures):
+        assert isinstance(figures[name], str), f"{name} must be a decimal string"
+    return {k: Decimal(v) if k in MONEY else v for k, v in figures.items()}
 
 
 def test_it_reports_allocated_working_idle_unmeasured_and_cost_per_team(clients):
@@ -36,8 +47,8 @@ def test_it_reports_allocated_working_idle_unmeasured_and_cost_per_team(clients)
     assert body["group_by"] == ["team"] and body["signal"] == "sm_active" and body["currency"] == "USD"
     by_team = {row["team"]: _figures(row) for row in body["results"]}
     assert by_team == {"nlp": NLP, "unassigned": UNASSIGNED, "vision": VISION}
-    assert body["totals"] == TOTALS
-    assert body["capacity"] == {
+    assert _money(body["totals"]) == TOTALS
+    assert _money(body["capacity"]) == {
         "capacity_gpu_hours": 48,
         "unallocated_gpu_hours": 6,
         "unavailable_gpu_hours": 2,
@@ -46,18 +57,32 @@ def test_it_reports_allocated_working_idle_unmeasured_and_cost_per_team(clients)
         "unallocated_cost": 12,
     }
     # Charged to teams + unallocated = what the capacity cost (ledger.md "Money").
-    assert body["totals"]["cost"] + body["capacity"]["unallocated_cost"] == body["capacity"]["capacity_cost"]
+    totals, capacity = _money(body["totals"]), _money(body["capacity"])
+    assert totals["cost"] + capacity["unallocated_cost"] == capacity["capacity_cost"]
     assert body["coverage"] == pytest.approx(1 - 4 / 42, abs=1e-6)
     assert body["provisional"] is False
 
 
-def test_it_defaults_to_the_last_seven_whole_days_by_team(clients):
+def test_it_defaults_to_the_pages_last_seven_days_today_included_by_team(clients):
     body = clients["root"].get(URL).json()
     assert body["group_by"] == ["team"]
     start = datetime.fromisoformat(body["start"])
     end = datetime.fromisoformat(body["end"])
     assert (end - start).days == 7
-    assert end == datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    assert end == datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
+def test_it_reads_the_pages_period_syntax(clients):
+    week = clients["root"].get(f"{URL}?period=2026-W48").json()
+    assert (week["start"], week["end"]) == ("2026-11-23T00:00:00Z", "2026-11-30T00:00:00Z")
+    month = clients["root"].get(f"{URL}?period=2026-11").json()
+    assert (month["start"], month["end"]) == ("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z")
+    custom = clients["root"].get(f"{URL}?start=2026-11-23&end=2026-11-30").json()
+    assert _money(week["totals"]) == _money(custom["totals"]) and week["totals"]["cost"] == custom["totals"]["cost"]
+    bad = clients["root"].get(f"{URL}?period=2026-W60")
+    assert bad.status_code == 400 and "period" in bad.json()["errors"]
+    both = clients["root"].get(f"{URL}?period=2026-W48&start=2026-11-23")
+    assert both.status_code == 400 and "period" in both.json()["errors"]
 
 
 @pytest.mark.parametrize(
@@ -69,9 +94,9 @@ def test_it_groups_by_every_combination_and_the_groups_add_up(clients, combo):
     body = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by={','.join(combo)}").json()
     expanded = expand_group_by(combo)  # workload comes with namespace; pod with namespace, workload, node
     assert body["group_by"] == expanded
-    assert body["totals"] == TOTALS
+    assert _money(body["totals"]) == TOTALS
     for name in FIELDS:
-        assert sum(row[name] for row in body["results"]) == pytest.approx(TOTALS[name])
+        assert sum(_money(row)[name] for row in body["results"]) == pytest.approx(TOTALS[name])
     keys = [tuple(row[k] for k in expanded) for row in body["results"]]
     assert len(keys) == len(set(keys))
     for row in body["results"]:
@@ -85,7 +110,7 @@ def test_workloads_and_pods_add_up_to_each_team(clients):
         for team, total in by_team.items():
             mine = [r for r in rows if r["team"] == team]
             for name in FIELDS:
-                assert sum(r[name] for r in mine) == pytest.approx(total[name]), (key, team, name)
+                assert sum(_money(r)[name] for r in mine) == pytest.approx(_money(total)[name]), (key, team, name)
     pods = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by=pod&team=vision").json()["results"]
     assert {(r["namespace"], r["pod"], r["workload"], r["node"]) for r in pods} == {
         ("train", "resnet-0", "Job/resnet", "alpha-node-1"),
@@ -161,7 +186,11 @@ def test_it_filters_by_cluster_and_team(clients):
     assert body["capacity"]["capacity_gpu_hours"] == 16
     body = clients["root"].get(f"{URL}?{DAY_RANGE}&team=unassigned&group_by=namespace").json()
     assert [(r["namespace"], r["allocated_gpu_hours"], r["coverage"]) for r in body["results"]] == [("misc", 2, 0)]
-    assert clients["root"].get(f"{URL}?{DAY_RANGE}&cluster=nowhere").json()["results"] == []
+    unknown = clients["root"].get(f"{URL}?{DAY_RANGE}&cluster=nowhere&cluster=beta&team=nope")
+    assert unknown.status_code == 400
+    assert unknown.json()["errors"] == {"cluster": ["Unknown cluster, or not one you may see: 'nowhere'."],
+                                        "team": ["Unknown team, or not one you may see: 'nope'."]}
+    assert unknown.json()["detail"] == "Bad parameter: team, cluster."
 
 
 def test_it_flags_ranges_with_provisional_buckets(clients):
@@ -174,7 +203,7 @@ def test_it_returns_the_same_rows_as_csv(clients):
     response = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by=team,cluster&format=csv")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
-    assert 'filename="usage_20261123T00_20261124T00.csv"' in response["Content-Disposition"]
+    assert 'filename="gpufinops-usage-2026-11-23_2026-11-24.csv"' in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert list(rows[0]) == ["team", "cluster", *FIELDS, "coverage"]
     assert [(r["team"], r["cluster"], float(r["cost"])) for r in rows] == [

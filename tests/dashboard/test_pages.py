@@ -124,14 +124,15 @@ def test_the_queues_page_tells_a_lead_without_queues_they_exist_but_are_not_thei
 
 
 @pytest.mark.parametrize("query, message", [
-    ("days=abc", "days must be a whole number"),
-    ("days=0", "days must be a whole number"),
+    ("days=abc", "Enter a whole number of days"),
+    ("days=0", "Enter a whole number of days"),
     ("period=2026-W60", "is not an ISO week"),
     ("period=yesterday", "a period is an ISO week"),
     ("start=2026-13-45&end=2026-12-01", "Custom range"),
-    ("start=2026-11-20", "needs both a start and an end"),
-    ("start=2026-11-20T10:30:00Z&end=2026-11-21", "whole hours"),
-    ("start=2026-11-22&end=2026-11-20", "must be after its start"),
+    ("period=2026-W48&start=2026-11-20", "Name a period one way"),
+    ("days=7&period=2026-W48", "Name a period one way"),
+    ("start=2026-11-20T10:30:00Z&end=2026-11-21", "whole hour"),
+    ("start=2026-11-22&end=2026-11-20", "Must be after start"),
     ("start=2020-01-01&end=2026-01-01", "at most 400 days"),
     ("signal=sm_hype", "Unknown signal"),
     ("cluster=" + "x" * 300, "At most 253 characters"),
@@ -281,7 +282,7 @@ def test_the_overviews_count_findings_and_show_infra_loss_next_to_the_charge(as_
     assert followed.context["start"] == scope_window.start and followed.context["end"] == scope_window.end
     assert [(k.kind, k.findings) for k in followed.context["finding_counts"].kinds] == [
         (k.kind, k.findings) for k in counts.kinds]
-    assert "Showing the last days instead" in lead.get("/findings/?start=yesterday").content.decode()
+    assert "Showing the last 7 days" in lead.get("/findings/?start=yesterday").content.decode()
     fleet = as_user("fin").get("/fleet/?days=7")
     assert len(fleet.context["finding_counts"].infra_loss_by_team) >= 2
     assert "Infra loss" in fleet.content.decode()
@@ -365,3 +366,20 @@ def test_a_range_not_on_midnight_compares_with_the_previous_ranges_totals(as_use
     assert tiles["GPU cost (USD)"]["change"]["previous"] == money.cents(before.cost)
     shown = tiles["Allocated GPU-hours"]["change"]["previous"]
     assert abs(shown - Decimal(repr(before.allocated_gpu_hours))) <= Decimal("0.05")
+
+
+def test_a_leaderworkerset_is_one_workload_in_the_api_the_table_and_its_page(as_user):
+    """The demo's llama-70b is a LeaderWorkerSet (leader pod through its StatefulSet, worker through the leader
+    pod): one workload `LeaderWorkerSet/llama-70b` holding both pods' GPUs, nowhere a StatefulSet."""
+    fin = as_user("fin")
+    page = fin.get("/workloads/").content.decode()
+    assert "LeaderWorkerSet/llama-70b" in page and "StatefulSet/llama-70b" not in page
+    start, end = re.search(r'data-start="([^"]+)" data-end="([^"]+)"', page).groups()
+    api = fin.get("/api/v1/usage/", {"start": start, "end": end, "group_by": "workload,pod"}).json()
+    pods = {r["pod"]: r for r in api["results"] if r["workload"] == "LeaderWorkerSet/llama-70b"}
+    assert set(pods) == {"llama-70b-0", "llama-70b-0-1"}  # the leader and its worker
+    assert not [r for r in api["results"] if r["workload"].startswith("StatefulSet/llama-70b")]
+    detail = fin.get("/workloads/sim-demo/llm-serving/LeaderWorkerSet/llama-70b/")
+    assert detail.status_code == 200
+    body = detail.content.decode()
+    assert "llama-70b-0-1" in body and "llama-70b-0" in body

@@ -69,3 +69,23 @@ def test_configmaps_carry_the_counters_file():
     assert values["serviceMonitor"]["honorLabels"] is True
     op_values = yaml.safe_load((DCGM / "values-gpu-operator.yaml").read_text())
     assert op_values["dcgmExporter"]["config"]["name"] == operator["metadata"]["name"]
+
+
+def test_the_charts_custom_metrics_value_carries_the_counters_file():
+    text = (DCGM / "dcgm-metrics.csv").read_text()
+    values = yaml.safe_load((DCGM / "values-dcgm-exporter-custom-metrics.yaml").read_text())
+    assert values == {"customMetrics": text}  # the complete list: customMetrics replaces the default one
+
+
+def test_the_fix_the_product_prints_is_the_shipped_line():
+    """The missing_signal finding, the data-status page and check_cluster print `metrics_fix(metric).line`: the
+    very line of the shipped list (apps/usage/activity.py keeps a copy; the image has no deploy/)."""
+    from apps.usage.activity import DEFAULT_METRICS, METRIC_LINES, metrics_fix
+
+    text = (DCGM / "dcgm-metrics.csv").read_text()
+    assert set(METRIC_LINES) == set(DEFAULT_METRICS.values())
+    for metric, line in METRIC_LINES.items():
+        assert line in text.splitlines(), metric
+        fix = metrics_fix(metric)
+        assert records(fix.line) == records(line)  # the same record, spaces folded
+        assert "customMetrics" in fix.chart and "dcgm-metrics.csv" in fix.operator

@@ -22,9 +22,11 @@ UNTOUCHED_BUT_GRANTED = {
                                            "nodeLabels (deploy-and-operate.md §1.4)",
 }
 # What a collection asks the Kubernetes API, at least: GPU nodes, pods and namespaces; the owners of pods
-# (ReplicaSet -> Deployment, Job -> CronJob or JobSet), which the simulator serves; Kueue's workloads.
+# (ReplicaSet -> Deployment, Job -> CronJob or JobSet, StatefulSet -> LeaderWorkerSet), which the simulator
+# serves; Kueue's workloads.
 EXPECTED_CALLS = {("list", "", "pods"), ("list", "", "nodes"), ("list", "", "namespaces"),
-                  ("list", "apps", "replicasets"), ("list", "batch", "jobs"), ("list", "kueue.x-k8s.io", "workloads")}
+                  ("list", "apps", "replicasets"), ("list", "apps", "statefulsets"), ("list", "batch", "jobs"),
+                  ("list", "kueue.x-k8s.io", "workloads")}
 
 
 # Read only where the cluster serves it (discovery says so): `mixed` serves DRA, `demo` does not.
@@ -66,7 +68,7 @@ def test_cluster_role_grants_exactly_what_a_collection_used(recorded_world, rend
         assert used >= DRA_CALLS
     else:  # no DRA: not one request to the group, so not one failed request either
         assert not [c for c in calls if c.group == "resource.k8s.io" or "/resource.k8s.io" in c.path]
-    owners = [c for c in calls if c.resource in ("replicasets", "jobs")]
+    owners = [c for c in calls if c.resource in ("replicasets", "jobs", "statefulsets")]
     assert owners and all(c.status == 200 and c.verb == "list" and not c.namespace for c in owners)
     assert not [c for c in calls if not c.is_resource and not c.path.startswith(("/api", "/apis"))]
 

@@ -160,7 +160,7 @@ def test_it_lists_replicasets_and_jobs_with_their_owners_across_pages(api, serve
     expected = {(c.namespace, c.name): c.owner for c in demo.controllers.values()
                 if c.kind == "ReplicaSet" and c.visible(at)}
     assert {(r.metadata.namespace, r.metadata.name): _controller(r.metadata) for r in rs} == expected
-    assert set(expected.values()) >= {("Deployment", "llama-70b"), ("Deployment", "tts")}
+    assert set(expected.values()) >= {("Deployment", "asr"), ("Deployment", "tts")}
     jobs, pages = _pages(batch.list_job_for_all_namespaces, 2)
     assert pages > 1 and all(isinstance(j, client.V1Job) for j in jobs)
     got = {(j.metadata.namespace, j.metadata.name): _controller(j.metadata) for j in jobs}
@@ -168,6 +168,12 @@ def test_it_lists_replicasets_and_jobs_with_their_owners_across_pages(api, serve
                    if c.kind == "Job" and c.visible(at)}
     assert got[("batch", "embed-shards-shard-1")] == ("JobSet", "embed-shards")
     assert ("CronJob", "thumbs") in got.values() and None in got.values()  # bare Kueue Jobs
+    sets, _pages_seen = _pages(apps.list_stateful_set_for_all_namespaces, 2)
+    owned = {(s.metadata.namespace, s.metadata.name): _controller(s.metadata) for s in sets}
+    # A LeaderWorkerSet: its StatefulSet, and the group's worker StatefulSet owned by the leader pod.
+    assert owned[("llm-serving", "llama-70b")] == ("LeaderWorkerSet", "llama-70b")
+    assert owned[("llm-serving", "llama-70b-0")] == ("Pod", "llama-70b-0")
+    assert None in owned.values()  # notebooks: StatefulSets of their own
     shard = batch.read_namespaced_job("embed-shards-shard-1", "batch")
     assert shard.spec.completion_mode == "Indexed" and shard.status.active == 1
     assert shard.metadata.owner_references[0].api_version == "jobset.x-k8s.io/v1alpha2"
@@ -206,7 +212,7 @@ def test_pods_name_their_controller_and_the_product_resolves_every_workload(api,
             assert info.owner == pod.owner if pod.owner and pod.owner[0] != "Pod" else info.owner is None
             assert snap.workload_of(info) == expected_workload(pod), info.name
             seen.add(expected_workload(pod).split("/")[0])
-    assert seen == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "Pod"}
+    assert seen == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "LeaderWorkerSet", "Pod"}
     served.set_time(demo.t0 + 38 * 3600)
     master = client.CoreV1Api(api).read_namespaced_pod("llama-sft-master-0", "ml-training")
     [ref] = master.metadata.owner_references

@@ -25,18 +25,20 @@ from tests.devtools.conftest import END
 # straggling rank) and the demo three new workloads appended after the others (a PyTorchJob, a JobSet, an
 # idle-held notebook). Activity and ledger figures of the pods that were there before did not change. The tiny
 # and large fingerprints changed only because the fingerprint now covers those new fields.
+# Issue 25: the demo's llama-70b became a LeaderWorkerSet (leader llama-70b-0, worker llama-70b-0-1, same GPUs,
+# times and activity kind) and StatefulSets joined the controllers (every scenario with StatefulSet pods moved).
 FINGERPRINTS = {
-    ("demo", 0, 7): "33b7ceffe54803f4ea53635ba42e7b58d8cf96d95e9447eafc6898f6b086e838",
-    ("demo", 0, 8): "618ae76b33b1eeadbdca0d3ac54d877d54befccb825c69059c8262b826d0aeaf",
-    ("demo", 3, 7): "baa42f3f3e4f76fddb9f6a4a1f8a262f638fa265a4bb85233bff66f343ed7e6c",
-    ("demo", 7, 2): "e2b32e3c9bee492767f77ee663e0a34a43aebe70146cf37516b89667425d4574",
-    ("demo", 0, 7.5): "848fcd4098e122a2595781a8e0eacbdf2f84228ca521b7c8fa0fd8868c3e4f3a",
+    ("demo", 0, 7): "5dd9a3256f29c4d87a656140b21a6da40e5992febeeff37c1a24ebcf5acde090",
+    ("demo", 0, 8): "00e08d251c05426a33801c2029f96c26e0aa1be78568b8370c24c9007c279021",
+    ("demo", 3, 7): "c843bcb30c95718b5f9f0597852b4a3bd74110e7212241b64353038749991b67",
+    ("demo", 7, 2): "78c2a91bc8dfa25f8cdb0970163ccde8ea2ea3bcb0aa1014d2788229d10294f9",
+    ("demo", 0, 7.5): "0c37f8135127a2b57bec8ee94f131f16673916ee0f8208851101e9e20700ed90",
     ("tiny", 0, 1): "b3f81892be04ca21efc8c4a4e9046e1a2ece80efb9eba83e6b12da23e8262d17",
     # issue 19: the mixed cluster (device plugin, MIG, time-slicing, DRA, DRA MIG, HAMi) and its variants; the
     # fingerprint covers DRA and HAMi only where a scenario has them, so the pins above did not move.
-    ("mixed", 0, 3): "48119d2078c996882a925cadac460a50f06cc2aff6d78c3a946bbe5ba3670201",
-    ("mixed-v1beta1", 0, 3): "355878631a647f8f3fb666211ff116b26e6019514bf3181cf5548de940c13c86",
-    ("mixed-noattr", 0, 3): "d682ac004e07983828ac6f8bc325c9ee8c29b4a9807dbab734f494fa31fb740d",
+    ("mixed", 0, 3): "6c8a0a435ecc9ba01f58d6115257a6ff740914c11cf68673f748ad9997048f4b",
+    ("mixed-v1beta1", 0, 3): "969993b862c989b75973025d6bc315a394659a08931f652983bc663615be763f",
+    ("mixed-noattr", 0, 3): "9cbdbd16def99b4c6b9e65002cc01f7816bc955f75b788d5e422bb713642c1fc",
 }
 LARGE_FINGERPRINT = "6af2ceb10e2bdc69783fd8c88dc5dbef1aba838497bed6b7d88f2bd2c8355cdd"  # every=25
 
@@ -171,9 +173,9 @@ def test_the_demo_has_owners_of_every_kind(demo):
     from tests.oracle import expected_workload
 
     kinds = {expected_workload(p).split("/")[0] for p in demo.pods}
-    assert kinds == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "Pod"}
+    assert kinds == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "LeaderWorkerSet", "Pod"}
     parents = {c.owner[0] for c in demo.controllers.values() if c.owner}
-    assert parents == {"Deployment", "CronJob", "JobSet"}
+    assert parents == {"Deployment", "CronJob", "JobSet", "LeaderWorkerSet", "Pod"}  # Pod: an LWS group's leader
     assert any(c.kind == "Job" and c.owner is None for c in demo.controllers.values())  # bare (Kueue) Jobs
     assert any(c.suspended for c in demo.controllers.values())  # a quota-pending workload's suspended Job
 

@@ -1,6 +1,7 @@
 """The production collector names every pod's workload like the oracle, through the simulated Kubernetes API
-(ReplicaSets and Jobs listed) for the pods it sees and kube-state-metrics' owner series for those it missed, and
-its ledger per workload and hour equals `expected_usage_by_workload` over the hours of the demo's health events."""
+(ReplicaSets, Jobs and StatefulSets listed) for the pods it sees and kube-state-metrics' owner series for those it
+missed, and its ledger per workload and hour equals `expected_usage_by_workload` over the hours of the demo's
+health events."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_the_ledger_per_workload_equals_the_oracle(world, monkeypatch):
         assert got[key]["unmeasured"] == pytest.approx(e["unmeasured"], abs=1e-6), key
         assert got[key]["working"] == pytest.approx(e["working"], rel=0.01, abs=1e-3), key
     workloads = {k[2].split("/")[0] for k in expected}
-    assert workloads == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "Pod"}
+    assert workloads == {"Deployment", "Job", "CronJob", "JobSet", "PyTorchJob", "StatefulSet", "LeaderWorkerSet",
+                         "Pod"}
     # gone before the snapshot: named from kube_pod_owner and kube_job_owner history
     gone = {p.name for p in scenario.pods if p.name.startswith(("embed-shards-", "jupyter-hana-"))}
     assert gone and all(not p.visible(now.timestamp()) for p in scenario.pods if p.name in gone)

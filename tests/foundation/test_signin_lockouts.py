@@ -100,3 +100,22 @@ def test_an_over_long_username_is_a_form_error_not_a_server_error(people, url):
     assert response.context["form"].errors["username"]
     response = client.post(url, {"username": "v" * 100_000 + "\x00", "password": "p" * 100_000})
     assert response.status_code in (200, 400)
+
+
+HOSTILE_USERNAMES = ["x" * 256, "x" * 100_000, "\x00", "a\x00b", "member\x00", "' OR 1=1 --", "<script>", "é" * 200,
+                     "%00", "   ", "", "a" * 150, "ﬀ" * 151]
+
+
+@pytest.mark.parametrize("url", [LOGIN, "/admin/login/"])
+def test_hostile_sign_in_posts_never_answer_a_server_error(people, url):
+    client = Client()
+    for username in HOSTILE_USERNAMES:
+        for password in ("wrong", "", "p" * 10_000, "\x00"):
+            response = client.post(url, {"username": username, "password": password})
+            assert response.status_code in (200, 400, 403, 429), (username[:20], response.status_code)
+    for body, content_type in ((b"\xff\xfe garbage", "application/x-www-form-urlencoded"),
+                               (b"username=%ED%A0%80&password=%00", "application/x-www-form-urlencoded"),
+                               (b'{"username": ["a", "b"]}', "application/json"),
+                               (b"username=a&username=b&password=x", "application/x-www-form-urlencoded")):
+        response = client.post(url, body, content_type=content_type)
+        assert response.status_code < 500, body

@@ -82,6 +82,12 @@ def sim_world_exported(tmp_path_factory, django_db_setup, django_db_blocker) -> 
     yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname")
 
 
+@pytest.fixture(scope="session")
+def sim_world_no_node_name(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
+    """The demo whose dcgm-exporters run without NODE_NAME: every series' Hostname is the exporter's pod."""
+    yield from _world(tmp_path_factory.mktemp("sim-no-node-name"), name="demo-no-node-name")
+
+
 def mixed_world(tmp_path_factory, name: str) -> Iterator[SimWorld]:
     """The `mixed` scenario (or a variant: `mixed-v1beta1`, `mixed-noattr`): every way GPUs are handed out."""
     yield from _world(tmp_path_factory.mktemp(name), name=name)

@@ -15,7 +15,7 @@ import pytest
 
 from apps.ingest.collectors.kubernetes import read_snapshot
 from apps.ingest.collectors.prometheus import PrometheusSource
-from apps.ingest.services import record_snapshot
+from apps.ingest.services import record_findings, record_snapshot
 from apps.inventory.models import Node
 from apps.usage import services as ledger
 from apps.usage.activity import SIGNALS
@@ -60,6 +60,7 @@ def collect_hour_by_hour(cluster, world, hours):
         outcome = ledger.collect_bucket(cluster, hour, now=world.end, source=source,
                                         namespace_labels=snap.namespace_labels, owner="test")
         assert outcome.state == "written", outcome.error
+        assert record_findings(cluster, hour, outcome, source) == ""  # findings read DRA and HAMi rows too
         results.append(outcome.result)
     world.server.set_time(world.end)
     return results

@@ -125,16 +125,17 @@ def test_a_prometheus_that_never_answers_costs_one_timeout_per_run(sim_world, se
 
 @pytest.mark.django_db
 def test_an_exporter_without_sm_active_leaves_it_unmeasured_never_relabelled(sim_world, tmp_path):
-    """The stock default-counters.csv has no DCGM_FI_PROF_SM_ACTIVE: sm_active hours are unmeasured there,
-    other signals keep their own values, and the views name the cluster and the fix."""
+    """dcgm-exporter's stock lists (default-counters.csv, dcp-metrics-included.csv, the GPU Operator's) leave
+    DCGM_FI_PROF_SM_ACTIVE commented out (the simulator's `demo-stock-counters`): sm_active hours are unmeasured
+    there, GR engine and tensor activity keep their own values, and the finding and the views name the cluster
+    and the fix: the metrics-list line, for the chart's customMetrics and for the Operator's ConfigMap."""
+    from apps.findings.models import Finding
     from tests.ingest.conftest import _export
 
     hours = sim_world.hours[-2:]
-    full = tmp_path / "full.om"
-    _export("demo", hours[0] - timedelta(hours=1), sim_world.end, full)
     stock = tmp_path / "stock.om"
-    with full.open() as src, stock.open("w") as dst:
-        dst.writelines(line for line in src if "DCGM_FI_PROF_SM_ACTIVE" not in line)
+    _export("demo-stock-counters", hours[0] - timedelta(hours=1), sim_world.end, stock)
+    assert "DCGM_FI_PROF_SM_ACTIVE" not in stock.read_text() and "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{" in stock.read_text()
     prom = start_prometheus(stock)
     try:
         cluster = make_cluster(sim_world, name="stock-exporter")
@@ -145,10 +146,12 @@ def test_an_exporter_without_sm_active_leaves_it_unmeasured_never_relabelled(sim
         prom.close()
     rows = PodHour.objects.filter(cluster=cluster).aggregate(
         a=Sum("allocated_gpu_hours"), u=Sum("unmeasured_sm_active"), w=Sum("working_sm_active"),
-        g=Sum("working_gr_engine_active"),
+        g=Sum("working_gr_engine_active"), gu=Sum("unmeasured_gr_engine_active"),
+        t=Sum("working_tensor_active"), tu=Sum("unmeasured_tensor_active"),
     )  # fmt: skip
     assert rows["a"] > 0 and rows["w"] == 0 and rows["u"] == pytest.approx(rows["a"])
-    assert rows["g"] > 0
+    assert rows["g"] > 0 and rows["t"] > 0  # measured under the signals the stock list has
+    assert rows["gu"] < rows["a"] and rows["tu"] < rows["a"]
     assert {tuple(b.signals) for b in Bucket.objects.filter(cluster=cluster)} == {
         ("gpu_util", "gr_engine_active", "tensor_active")
     }
@@ -164,8 +167,13 @@ def test_an_exporter_without_sm_active_leaves_it_unmeasured_never_relabelled(sim
 
     browser = Client()
     browser.force_login(User.objects.get(username="ops"))
-    page = browser.get("/data-status/")
-    assert b"stock-exporter" in page.content and b"dcp-metrics-included.csv" in page.content
+    page = browser.get("/data-status/").content.decode()
+    line = "DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has at least 1 warp assigned (0 to 1)."
+    assert "stock-exporter" in page and line in page
+    assert "customMetrics" in page and "dcgmExporter.config.name" in page and "dcgm-metrics.csv" in page
+    finding = Finding.objects.get(cluster=cluster, kind="missing_signal")
+    assert finding.detail["line"] == line and "customMetrics" in finding.detail["fix"]
+    assert "dcgm-metrics.csv" in finding.detail["fix"] and "dcp-metrics" not in finding.detail["fix"]
 
 
 def test_two_collect_processes_on_sqlite_wait_for_each_other(sim_world, tmp_path):

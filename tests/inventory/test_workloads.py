@@ -11,7 +11,13 @@ OWNERS = {
     ("ml", "Job", "nightly-2911"): ("CronJob", "nightly"),
     ("ml", "Job", "llama-workers-0"): ("JobSet", "llama"),
     ("ml", "ReplicaSet", "orphan-rs"): None,
+    # LeaderWorkerSet (kubernetes-sigs/lws): the leader StatefulSet is the LWS's, the leader pod its StatefulSet's,
+    # and each group's worker StatefulSet the leader pod's.
+    ("ml", "StatefulSet", "vllm"): ("LeaderWorkerSet", "vllm"),
+    ("ml", "Pod", "vllm-0"): ("StatefulSet", "vllm"),
+    ("ml", "StatefulSet", "vllm-0"): ("Pod", "vllm-0"),
 }
+LWS = {"leaderworkerset.sigs.k8s.io/name": "vllm"}
 
 
 @pytest.mark.parametrize(
@@ -31,6 +37,11 @@ OWNERS = {
         (None, {"training.kubeflow.org/job-name": "t5", "training.kubeflow.org/operator-name": "tfjob-controller"},
          "TFJob/t5"),
         (("ReplicaSet", "orphan-rs"), {}, "ReplicaSet/orphan-rs"),
+        (("StatefulSet", "vllm"), {}, "LeaderWorkerSet/vllm"),  # a leader: its StatefulSet's controller
+        (("StatefulSet", "vllm-0"), {}, "LeaderWorkerSet/vllm"),  # a worker: through the leader pod
+        # StatefulSets not listed (kube-state-metrics history): the LWS label names it.
+        (("StatefulSet", "vllm-1"), LWS, "LeaderWorkerSet/vllm"),
+        (("StatefulSet", "db"), {}, "StatefulSet/db"),
     ],
 )
 def test_it_names_the_top_controller(owner, labels, expected):

@@ -80,12 +80,14 @@ KUBEFLOW_KINDS = {"pytorchjob-controller": "PyTorchJob", "tfjob-controller": "TF
 def expected_workload(pod: Pod) -> str:
     """The pod's workload, ``Kind/name`` (in its namespace): its controller (``ownerReferences`` with
     ``controller: true``), climbing from a ReplicaSet or a Job to their own controller (Deployment, CronJob,
-    JobSet); where that ends at the pod itself, a ReplicaSet or a Job, an operator label (JobSet, Kubeflow
-    training job, Ray cluster, LeaderWorkerSet) names the workload; a pod without controller is ``Pod/name``."""
+    JobSet) or from a StatefulSet to its (a LeaderWorkerSet's leaders; a worker's StatefulSet names its leader
+    pod); where that ends at a pod, a ReplicaSet, a Job or a StatefulSet, an operator label (JobSet, Kubeflow
+    training job, Ray cluster, LeaderWorkerSet: every LWS pod carries it) names the workload; a pod without
+    controller is ``Pod/name``."""
     kind, name = pod.owner or ("Pod", pod.name)
-    if kind in ("ReplicaSet", "Job") and pod.owner_parent:
+    if kind in ("ReplicaSet", "Job", "StatefulSet") and pod.owner_parent:
         kind, name = pod.owner_parent
-    if kind in ("Pod", "ReplicaSet", "Job"):
+    if kind in ("Pod", "ReplicaSet", "Job", "StatefulSet"):
         for label, label_kind in OPERATOR_LABELS:
             if pod.labels.get(label):
                 kind = label_kind or KUBEFLOW_KINDS.get(pod.labels.get("training.kubeflow.org/operator-name", ""),

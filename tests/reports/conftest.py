@@ -31,6 +31,7 @@ from apps.inventory.models import Cluster, Team
 from apps.usage import services as ledger
 from apps.usage.activity import SIGNALS
 from apps.usage.ledger import BucketInputs, NodeFact, PodFact, SeriesFact, compute_bucket
+from tests.harness.shared_rows import WORLD_FIXTURES
 
 START = datetime(2026, 11, 16, tzinfo=UTC)  # Monday of 2026-W47
 END = START + timedelta(days=7)
@@ -94,14 +95,13 @@ class People:
     staff: User
 
 
-@pytest.fixture
-def teams(db) -> None:
+def make_teams() -> None:
     for name in ("vision", "nlp", "research", "data"):
         Team.objects.get_or_create(name=name)
 
 
-@pytest.fixture
-def people(teams) -> People:
+def make_people() -> People:
+    make_teams()
     finance = User.objects.create_user("fin", email="finance@example.com", password="x")
     finance.groups.add(Group.objects.get_or_create(name=FINANCE_GROUP)[0])
     lead = User.objects.create_user("vlead", email="vision-lead@example.com", password="x")
@@ -111,16 +111,65 @@ def people(teams) -> People:
     return People(finance, lead, loner, staff)
 
 
-@pytest.fixture
-def prod(db) -> Cluster:
-    return Cluster.objects.create(name="prod")
+@dataclass(frozen=True)
+class Week:
+    cluster: Cluster
+    people: People
+
+
+def build_week() -> Week:
+    from django.test import override_settings
+
+    with override_settings(GPUFINOPS_LEDGER_KEEP_MONTHS=0):  # built before the autouse keep_every_month applies
+        people = make_people()
+        prod = Cluster.objects.create(name="prod")
+        fill(prod, START, END)
+    return Week(prod, people)
+
+
+# The standard week (168 buckets through the write path) is built once for the tests that run one after another
+# with it (tests/harness/shared_rows.py); `prod` and `people` are its own in those tests.
+WORLD_FIXTURES.add("standard_week")
 
 
 @pytest.fixture
-def week(prod, people) -> Cluster:
+def standard_week(shared_rows) -> Week:
+    return shared_rows.world("standard_week", build_week)
+
+
+def _in_week(request) -> Week | None:
+    """The test's standard week, fetched afresh (a test may change the objects it is handed), when it uses one."""
+    if "standard_week" not in request.fixturenames:
+        return None
+    built: Week = request.getfixturevalue("standard_week")
+    p = built.people
+    fresh = People(*(User.objects.get(pk=u.pk) for u in (p.finance, p.lead, p.loner, p.staff)))
+    return Week(Cluster.objects.get(pk=built.cluster.pk), fresh)
+
+
+@pytest.fixture
+def teams(db) -> None:
+    make_teams()
+
+
+@pytest.fixture
+def people(request, teams) -> People:
+    week = _in_week(request)
+    return week.people if week else make_people()
+
+
+@pytest.fixture
+def prod(request, db) -> Cluster:
+    week = _in_week(request)
+    return week.cluster if week else Cluster.objects.create(name="prod")
+
+
+@pytest.fixture
+def week(standard_week, request, db) -> Cluster:
     """The standard week, every hour final."""
-    fill(prod, START, END)
-    return prod
+    found = _in_week(request)
+    assert found is not None
+    return found.cluster
 
 
 # ---- Reading what the SMTP server received ----

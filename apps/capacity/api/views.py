@@ -17,8 +17,18 @@ from apps.capacity.api.serializers import (
 )
 from apps.capacity.constants import PendingReason
 from apps.capacity.selectors import fragmentation_at, fragmentation_range, pending_counts, pending_list
-from apps.common.api import CLUSTER_PARAM, ERRORS, PAGE_PARAMS, TEAM_PARAM, FormatParamMixin, Pagination, paginated
+from apps.common.api import (
+    CLUSTER_PARAM,
+    ERRORS,
+    LIST_RENDERERS,
+    PAGE_PARAMS,
+    TEAM_PARAM,
+    FormatParamMixin,
+    Pagination,
+    paginated,
+)
 from apps.common.params import param_error, parse_choice, parse_datetime, parse_range, parse_text
+from apps.usage.directory import refuse_unknown_filters
 
 AT_PARAM = OpenApiParameter("at", str, description="ISO 8601 time or date (UTC); default now")
 START_PARAM = OpenApiParameter("start", str, description="ISO 8601 time or date (UTC), inclusive")
@@ -40,6 +50,7 @@ class FragmentationApi(FormatParamMixin, APIView):
         "snapshot in the range (response has `start`, `end` instead of `at`).",
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
         teams, cluster = visible_team_names(request.user), parse_text(params, "cluster")
         if params.get("start") or params.get("end"):
@@ -59,6 +70,7 @@ class PendingListApi(FormatParamMixin, APIView):
     """Pending pods and Kueue workloads that need GPUs, each with the reason it waits."""
 
     pagination_class = Pagination
+    renderer_classes = LIST_RENDERERS
 
     @extend_schema(
         operation_id="pending",
@@ -72,6 +84,7 @@ class PendingListApi(FormatParamMixin, APIView):
         responses={200: PendingSerializer(many=True), **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
         rows = pending_list(
             at=parse_datetime(params, "at", default=_now()),
@@ -80,7 +93,7 @@ class PendingListApi(FormatParamMixin, APIView):
             team=parse_text(params, "team"),
             reason=parse_choice(params, "reason", PendingReason.values),
         )
-        return paginated(self, request, rows, PendingSerializer)
+        return paginated(self, request, rows, PendingSerializer, name="pending")
 
 
 class PendingCountsApi(FormatParamMixin, APIView):
@@ -92,6 +105,7 @@ class PendingCountsApi(FormatParamMixin, APIView):
         responses={200: PendingCountsResponseSerializer, **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
         now = _now()
         if not params.get("start") and not params.get("end"):

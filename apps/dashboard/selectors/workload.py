@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import timedelta
 from typing import Any
 
 from apps.common.timeutils import HOUR
@@ -123,7 +122,7 @@ def workload_page(scope: Scope, cluster: str, namespace: str, workload: str) -> 
     totals = figures_row(total.totals)
     hist = history(scope, filters=filters)
     # One workload's hours are cheap to read (the ledger's workload index): hourly up to WORKLOAD_HOURLY_DAYS.
-    bucket = "hour" if w.length <= timedelta(days=WORKLOAD_HOURLY_DAYS) else w.bucket
+    bucket = "hour" if w.days <= WORKLOAD_HOURLY_DAYS else w.bucket
     per_signal = {s: bucket_rows(scope, signal=s, filters=filters, bucket=bucket) for s in SIGNALS}
     pods = workload_pods(start=w.start, end=w.end, visible_teams=scope.visible_teams, cluster=cluster,
                          namespace=namespace, workload=workload, signal=scope.signal)

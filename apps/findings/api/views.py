@@ -3,35 +3,46 @@ selector, render. Nothing else."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import CLUSTER_PARAM, ERRORS, PAGE_PARAMS, TEAM_PARAM, FormatParamMixin, Pagination, paginated
-from apps.common.params import param_error, parse_choice, parse_range, parse_text, parse_text_list
+from apps.common.api import (
+    CLUSTER_PARAM,
+    ERRORS,
+    LIST_RENDERERS,
+    PAGE_PARAMS,
+    PERIOD_PARAMS,
+    TEAM_PARAM,
+    FormatParamMixin,
+    Pagination,
+    WindowPagination,
+    paginated,
+    request_window,
+)
+from apps.common.params import param_error, parse_choice, parse_text, parse_text_list
 from apps.common.serializers import DetailSerializer
 from apps.findings.api.serializers import FindingSerializer, IdleAllocationSerializer
 from apps.findings.selectors import KINDS, finding_get, finding_list, idle_allocation_list
 from apps.usage.activity import SIGNALS, default_signal
+from apps.usage.directory import refuse_unknown_filters
 
 FILTERS = ("kind", "cluster", "team", "namespace", "workload", "node")
 
 
 class FindingListApi(FormatParamMixin, APIView):
-    """Everything the product flags, one shape: findings overlapping `[start, end)`, newest first."""
+    """Everything the product flags, one shape: findings overlapping the period (the pages' periods), newest
+    first."""
 
-    pagination_class = Pagination
+    pagination_class = WindowPagination
+    renderer_classes = LIST_RENDERERS
 
     @extend_schema(
         operation_id="findings_list",
         parameters=[
-            OpenApiParameter("start", str, description="ISO 8601 time or date (UTC), on the hour; default: end - 7d"),
-            OpenApiParameter("end", str, description="exclusive; default: the end of the current hour"),
+            *PERIOD_PARAMS,
             OpenApiParameter("kind", str, many=True, explode=True, enum=list(KINDS),
                              description="only these kinds (repeatable, or comma-separated)"),
             *[OpenApiParameter(key, str, many=True, explode=True, description=f"only these {key}s (repeatable)")
@@ -42,24 +53,21 @@ class FindingListApi(FormatParamMixin, APIView):
         responses={200: FindingSerializer(many=True), **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
-        query = params.copy()
-        if not (query.get("end") or "").strip():  # default: up to the end of the current (provisional) hour
-            now = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-            query["end"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        start, end = parse_range(query, default_days=7)
+        window = request_window(request)
         filters = {key: parse_text_list(params, key) for key in FILTERS}
         for kind in filters["kind"]:
             if kind not in KINDS:
                 raise param_error("kind", f"Unknown value {kind[:50]!r}; expected any of: {', '.join(KINDS)}.")
         ongoing = parse_choice(params, "ongoing", ["true", "false"])
         rows = finding_list(
-            visible_teams=visible_team_names(request.user), start=start, end=end, kinds=filters["kind"],
+            visible_teams=visible_team_names(request.user), start=window.start, end=window.end, kinds=filters["kind"],
             clusters=filters["cluster"], teams=filters["team"], namespaces=filters["namespace"],
             workloads=filters["workload"], nodes=filters["node"],
             ongoing=None if ongoing is None else ongoing == "true",
         )
-        return paginated(self, request, rows, FindingSerializer)
+        return paginated(self, request, rows, FindingSerializer, window=window, name="findings")
 
 
 class FindingDetailApi(FormatParamMixin, APIView):
@@ -82,6 +90,7 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
     idle-allocation findings (also in `/api/v1/findings/?kind=idle_allocation`), under the default signal."""
 
     pagination_class = Pagination
+    renderer_classes = LIST_RENDERERS
 
     @extend_schema(
         operation_id="idle_allocations",
@@ -96,6 +105,7 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
         responses={200: IdleAllocationSerializer(many=True), **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
         try:
             rows = idle_allocation_list(
@@ -106,4 +116,4 @@ class IdleAllocationListApi(FormatParamMixin, APIView):
             )
         except ValueError as exc:  # findings are computed under the default signal only
             raise param_error("signal", str(exc)) from exc
-        return paginated(self, request, rows, IdleAllocationSerializer)
+        return paginated(self, request, rows, IdleAllocationSerializer, name="idle-allocations")

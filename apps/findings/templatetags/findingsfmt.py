@@ -82,7 +82,7 @@ def summary(f) -> str:
     if f.kind == "borrowed_idle":
         return f"borrowed {float(d.get('borrowed_gpu_hours', 0)):,.1f} GPU-h while idle"
     if f.kind == "missing_signal":
-        return f"{d.get('reason', '')}: enable {d.get('metric', '')} ({d.get('fix', '')})"
+        return f"{d.get('reason', '')}: {d.get('fix', '')}"
     if f.kind == "idle_claim":
         return (f"claim {d.get('claim', '')} holds {len(d.get('devices', []))} device(s) with no pod consuming it; "
                 f"delete it or run its work")
@@ -92,6 +92,9 @@ def summary(f) -> str:
     if f.kind == "missing_attribution":
         return (f"{float(d.get('unmeasured_gpu_hours', 0)):,.1f} GPU-h of DRA devices unmeasured: dcgm-exporter "
                 f"lacks DRA attribution; {d.get('fix', '')}")
+    if f.kind == "team_label_rejected" and d.get("reason") == "other_team":
+        return (f"label {d.get('label', '')!r} names another team than its namespace's; "
+                f"charged to {d.get('charged_to', '')}")
     if f.kind == "team_label_rejected":
         return f"label {d.get('label', '')!r} not obeyed ({d.get('reason', '')}); charged to {d.get('charged_to', '')}"
     return ""

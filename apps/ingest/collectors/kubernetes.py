@@ -86,6 +86,7 @@ def _to_node(n: dict[str, Any]) -> NodeInfo:
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         created=_time(meta.get("creationTimestamp")),
+        provider_id=str(spec.get("providerID") or "")[:1000],
         hami_register=str((meta.get("annotations") or {}).get(REGISTER_ANNOTATION) or ""),
     )
 
@@ -142,6 +143,15 @@ def _to_pod(p: dict[str, Any]) -> PodInfo | None:
     )
 
 
+def _pod_owner(item: dict[str, Any], owners: dict[tuple[str, str, str], tuple[str, str]]) -> None:
+    """Record the controller of a StatefulSet's pod, GPU or not: a LeaderWorkerSet's workers climb to it
+    through their leader pod (apps/inventory/workloads.py)."""
+    meta = item.get("metadata") or {}
+    parent = _controller(meta)
+    if parent is not None and parent[0] == "StatefulSet":
+        owners[(meta.get("namespace") or "", "Pod", meta.get("name") or "")] = parent
+
+
 def _read_dra(api_client: client.ApiClient) -> DraObjects | None:
     return read_dra(api_client, _paged, settings.GPUFINOPS_DRA_GPU_DRIVERS,
                     mig_by_memory=settings.GPUFINOPS_MIG_WEIGHT_BY_MEMORY)
@@ -163,7 +173,13 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
         dra_read = pool.submit(_read_dra, api_client)
         try:
             all_nodes = list(map(_to_node, _paged(api.list_node)))
-            pods = [p for p in (_to_pod(x) for x in _paged(api.list_pod_for_all_namespaces)) if p is not None]
+            pods: list[PodInfo] = []
+            pod_owners: dict[tuple[str, str, str], tuple[str, str]] = {}
+            for item in _paged(api.list_pod_for_all_namespaces):
+                _pod_owner(item, pod_owners)
+                info = _to_pod(item)
+                if info is not None:
+                    pods.append(info)
             metas = [ns.get("metadata") or {} for ns in _paged(api.list_namespace)]
             namespaces = [NamespaceInfo(m.get("name") or "", dict(m.get("labels") or {})) for m in metas]
         except Exception as exc:  # ApiException, urllib3 errors, timeouts: the bucket is marked failed
@@ -184,20 +200,23 @@ def read_snapshot(cluster: Cluster, api_client: client.ApiClient | None = None) 
             kueue, kueue_error = None, str(exc)
             log.warning("Kueue could not be read for %s: %s", cluster.name, exc)
         owners, owners_error = owners_read.result()
+    owners.update(pod_owners)
     return ClusterSnapshot(taken_at, tuple(nodes), tuple(pods), tuple(namespaces), kueue, kueue_error, owners,
                            owners_error, dra)
 
 
 def read_owners(api_client: client.ApiClient) -> tuple[dict[tuple[str, str, str], tuple[str, str]], str]:
-    """The controllers of ReplicaSets and Jobs (to name Deployments, CronJobs, JobSets as workloads).
+    """The controllers of ReplicaSets, Jobs and StatefulSets (to name Deployments, CronJobs, JobSets and
+    LeaderWorkerSets as workloads).
 
     Read-only LISTs; only objects with a controller are kept. A failure (e.g. RBAC without these resources)
-    is returned as a reason, never raised: workloads then stop at the ReplicaSet or Job.
+    is returned as a reason, never raised: workloads then stop at the ReplicaSet, Job or StatefulSet.
     """
     owners: dict[tuple[str, str, str], tuple[str, str]] = {}
     calls = (
         ("ReplicaSet", client.AppsV1Api(api_client).list_replica_set_for_all_namespaces),
         ("Job", client.BatchV1Api(api_client).list_job_for_all_namespaces),
+        ("StatefulSet", client.AppsV1Api(api_client).list_stateful_set_for_all_namespaces),
     )
     try:
         for kind, list_fn in calls:
@@ -208,6 +227,6 @@ def read_owners(api_client: client.ApiClient) -> tuple[dict[tuple[str, str, str]
                     owners[(meta.get("namespace") or "", kind, meta.get("name") or "")] = parent
     except Exception as exc:  # ApiException (403 without RBAC), timeouts: workloads fall back, nothing fails
         reason = f"{type(exc).__name__} {getattr(exc, 'status', '') or ''} {getattr(exc, 'reason', '') or ''}".strip()
-        log.warning("ReplicaSets/Jobs could not be read (%s): workloads stop at them", reason)
+        log.warning("ReplicaSets/Jobs/StatefulSets could not be read (%s): workloads stop at them", reason)
         return owners, reason
     return owners, ""

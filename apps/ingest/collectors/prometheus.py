@@ -22,7 +22,6 @@ from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
-from apps.common.redaction import scrub
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
@@ -296,6 +295,18 @@ class _FindingQueries:
             out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
         return out
 
+    def pod_nodes(self, start: datetime, end: datetime, pods: Collection[str]) -> dict[str, str]:
+        if not pods:
+            return {}
+        rng, at = window(start, end)
+        names = f'{{pod=~"{_regex(pods)}"}}' if len(pods) <= MAX_REGEX_NAMES else ""
+        out: dict[str, str] = {}
+        for r in self.query(f"max by (pod, node) (max_over_time(kube_pod_info{names}[{rng}]))", at):
+            pod, node = r["metric"].get("pod", ""), r["metric"].get("node", "")
+            if pod in pods and node:
+                out.setdefault(pod, node)
+        return out
+
     def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
         rng, at = window(start, end)
         signal = default_signal()
@@ -365,13 +376,28 @@ class PrometheusSource(_FindingQueries):
         except Exception as exc:  # connection errors, HTTP errors, JSON errors: the bucket fails
             # requests quotes the URL's path and query in its messages: scrubbed before truncating (a cut secret is
             # still a secret), and not chained (a logged traceback would print the original).
-            said = scrub(str(exc), self.cluster.prometheus_endpoint)
+            said = self.cluster.scrub(str(exc))
             raise PrometheusError(f"Prometheus query failed ({type(exc).__name__}): {said[:300]}") from None
         if not isinstance(result, list) or any(not isinstance(r, dict) or "metric" not in r for r in result):
             raise PrometheusError(f"malformed Prometheus answer for {promql[:80]!r}")
         with self._counting:
             self.samples += len(result)
         return result
+
+    def status(self, name: str) -> dict[str, Any]:
+        """`/api/v1/status/<name>` (`buildinfo`, `flags`): the preflight's view of the server itself."""
+        try:
+            response = self.prom._session.get(f"{self.prom.url}/api/v1/status/{name}", headers=self.prom.headers,
+                                              timeout=settings.GPUFINOPS_PROMETHEUS_TIMEOUT)
+            response.raise_for_status()
+            body = response.json()
+        except Exception as exc:  # connection, HTTP and JSON errors alike
+            said = self.cluster.scrub(str(exc))
+            raise PrometheusError(f"Prometheus status/{name} failed ({type(exc).__name__}): {said[:300]}") from None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise PrometheusError(f"malformed Prometheus answer for status/{name}")
+        return data
 
     def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]]]:
         """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import CLUSTER_PARAM, ERRORS, FormatParamMixin
-from apps.common.params import parse_choice, parse_datetime, parse_range, parse_text
+from apps.common.api import CLUSTER_PARAM, ERRORS, PERIOD_PARAMS, FormatParamMixin, request_window
+from apps.common.params import parse_choice, parse_datetime, parse_text
 from apps.queues.api.serializers import (
     AdmissionWaitResponseSerializer,
     QueueListResponseSerializer,
@@ -18,13 +18,7 @@ from apps.queues.api.serializers import (
 )
 from apps.queues.selectors import admission_waits, queue_list, queue_usage
 from apps.usage.activity import SIGNALS, default_signal
-
-START_PARAM = OpenApiParameter(
-    "start", str, description="ISO 8601 time or date (UTC), on the hour; default end - 7 days"
-)
-END_PARAM = OpenApiParameter(
-    "end", str, description="ISO 8601 time or date (UTC), on the hour, exclusive; default today"
-)
+from apps.usage.directory import refuse_unknown_filters
 
 
 class QueueListApi(FormatParamMixin, APIView):
@@ -36,6 +30,7 @@ class QueueListApi(FormatParamMixin, APIView):
         responses={200: QueueListResponseSerializer, **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
         at = parse_datetime(params, "at", default=datetime.now(UTC))
         rows = queue_list(at=at, visible_teams=visible_team_names(request.user), cluster=parse_text(params, "cluster"))
@@ -47,12 +42,14 @@ class AdmissionWaitApi(FormatParamMixin, APIView):
 
     @extend_schema(
         operation_id="queues_admission_wait",
-        parameters=[CLUSTER_PARAM, START_PARAM, END_PARAM],
+        parameters=[CLUSTER_PARAM, *PERIOD_PARAMS],
         responses={200: AdmissionWaitResponseSerializer, **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
-        start, end = parse_range(params)
+        window = request_window(request)
+        start, end = window.start, window.end
         rows = admission_waits(
             start=start, end=end, visible_teams=visible_team_names(request.user), cluster=parse_text(params, "cluster")
         )
@@ -66,15 +63,16 @@ class QueueUsageApi(FormatParamMixin, APIView):
         operation_id="queues_usage",
         parameters=[
             CLUSTER_PARAM,
-            START_PARAM,
-            END_PARAM,
+            *PERIOD_PARAMS,
             OpenApiParameter("signal", str, enum=list(SIGNALS), description="default: GPUFINOPS_DEFAULT_SIGNAL"),
         ],
         responses={200: QueueUsageResponseSerializer, **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
-        start, end = parse_range(params)
+        window = request_window(request)
+        start, end = window.start, window.end
         signal = parse_choice(params, "signal", SIGNALS, default=default_signal())
         rows = queue_usage(
             start=start,

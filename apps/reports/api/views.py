@@ -20,13 +20,21 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound, PermissionDenied
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import sees_all_teams
-from apps.common.api import ERRORS, FormatParamMixin, Pagination
-from apps.common.params import param_error, parse_choice, parse_int, parse_range, parse_text
+from apps.common.api import (
+    ERRORS,
+    LIST_RENDERERS,
+    PERIOD_PARAMS,
+    DecimalJSONRenderer,
+    FormatParamMixin,
+    Pagination,
+    request_window,
+)
+from apps.common.params import param_error, parse_choice, parse_int, parse_text
 from apps.common.serializers import DetailSerializer
 from apps.reports import focus
 from apps.reports.api.serializers import EditionDetailSerializer, EditionListSerializer
@@ -77,6 +85,8 @@ def _file_response(content: bytes, filename: str) -> HttpResponse:
 class ReportListApi(FormatParamMixin, APIView):
     """Every report edition the caller may see, newest first, and the periods still due."""
 
+    renderer_classes = LIST_RENDERERS
+
     @extend_schema(
         operation_id="reports_list",
         parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
@@ -84,6 +94,10 @@ class ReportListApi(FormatParamMixin, APIView):
     )
     def get(self, request):
         editions = editions_visible_to(request.user).order_by("-period_start", "kind", "scope", "-version")
+        if request.accepted_renderer.format == "csv":  # every edition, one row each
+            response = Response({"results": [edition_summary(e) for e in editions.defer("csv_bytes", "focus_bytes")]})
+            response["Content-Disposition"] = 'attachment; filename="gpufinops-reports.csv"'
+            return response
         paginator = Pagination()
         page = paginator.paginate_queryset(editions.defer("csv_bytes", "focus_bytes"), request, view=self)
         response = paginator.get_paginated_response([edition_summary(e) for e in page])
@@ -131,7 +145,7 @@ class ReportDetailApi(_EditionMixin, FormatParamMixin, APIView):
 class ReportFileApi(_EditionMixin, FormatParamMixin, APIView):
     """The edition's CSV (`csv`) or FOCUS file (`focus`): the exact bytes sent, with their digest."""
 
-    renderer_classes = [CSVFileRenderer, JSONRenderer]
+    renderer_classes = [CSVFileRenderer, DecimalJSONRenderer]
     which = "csv"
 
     def get(self, request, period: str):
@@ -173,14 +187,12 @@ class FocusExportApi(FormatParamMixin, APIView):
     """FOCUS 1.2 cost and usage rows of the whole fleet over `[start, end)`: one per pod, GPU model and charge
     period, plus unallocated capacity rows, so that the sum of BilledCost is the fleet's capacity cost."""
 
-    renderer_classes = [CSVFileRenderer, JSONRenderer]
+    renderer_classes = [CSVFileRenderer, DecimalJSONRenderer]
 
     @extend_schema(
         operation_id="exports_focus",
         parameters=[
-            OpenApiParameter("start", str, description="ISO 8601 time or date (UTC); default end - 7 days"),
-            OpenApiParameter("end", str, description="exclusive; default today 00:00 UTC; at most "
-                                                      "GPUFINOPS_FOCUS_MAX_DAYS (93) days after start"),
+            *PERIOD_PARAMS,
             OpenApiParameter("granularity", str, enum=list(focus.GRANULARITIES),
                              description="charge period: a UTC day (default) or an hour (ranges up to "
                                          "GPUFINOPS_API_MAX_HOURLY_DAYS)"),
@@ -192,9 +204,10 @@ class FocusExportApi(FormatParamMixin, APIView):
         _finance_only(request)
         params = request.query_params
         granularity = parse_choice(params, "granularity", focus.GRANULARITIES, default="day")
-        start, end = parse_range(params, max_days=settings.GPUFINOPS_FOCUS_MAX_DAYS)
+        window = request_window(request, max_days=settings.GPUFINOPS_FOCUS_MAX_DAYS)
+        start, end = window.start, window.end
         hourly_days = settings.GPUFINOPS_API_MAX_HOURLY_DAYS
-        if granularity == "hour" and (end - start).total_seconds() > hourly_days * 86400:
+        if granularity == "hour" and window.days > hourly_days:
             raise param_error("granularity", f"Hourly charge periods cover at most {hourly_days} days; narrow "
                                              "start/end or use granularity=day.")
         if granularity == "day" and (start.hour or end.hour):
@@ -207,8 +220,7 @@ class FocusExportApi(FormatParamMixin, APIView):
                                        "keeps the FOCUS file of every edition it sent.")
         chunks = focus.focus_csv_chunks(start=start, end=end, granularity=granularity)
         response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = (
-            f'attachment; filename="gpufinops-focus-{start:%Y%m%dT%H}-{end:%Y%m%dT%H}-{granularity}.csv"')
+        response["Content-Disposition"] = f'attachment; filename="{window.filename("focus", granularity)}"'
         return response
 
 

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
-from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.selectors import visible_team_names
-from apps.common.api import CLUSTER_PARAM, ERRORS, PAGE_PARAMS, FormatParamMixin, Pagination, paginated
-from apps.common.params import param_error, parse_choice, parse_list, parse_range, parse_text, parse_text_list
+from apps.common.api import (
+    CLUSTER_PARAM,
+    ERRORS,
+    LIST_RENDERERS,
+    PAGE_PARAMS,
+    PERIOD_PARAMS,
+    DecimalJSONRenderer,
+    FormatParamMixin,
+    Pagination,
+    WindowPagination,
+    paginated,
+    request_window,
+)
+from apps.common.params import param_error, parse_choice, parse_list, parse_text, parse_text_list
 from apps.common.serializers import DetailSerializer, ErrorSerializer
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.api.renderers import UsageCSVRenderer
@@ -26,7 +35,7 @@ from apps.usage.api.serializers import (
     TeamSerializer,
     UsageResponseSerializer,
 )
-from apps.usage.directory import cluster_get, cluster_list, team_get, team_list
+from apps.usage.directory import cluster_get, cluster_list, refuse_unknown_filters, team_get, team_list
 from apps.usage.selectors import (
     FILTER_KEYS,
     GROUP_KEYS,
@@ -35,6 +44,7 @@ from apps.usage.selectors import (
     usage_report,
 )
 
+DATA_STATUS_MAX_DAYS = 93  # one row per cluster and day: a quarter at most
 SIGNAL_PARAM = OpenApiParameter(
     "signal", str, enum=list(SIGNALS), description="activity signal (default: GPUFINOPS_DEFAULT_SIGNAL)"
 )
@@ -43,17 +53,12 @@ SIGNAL_PARAM = OpenApiParameter(
 class UsageApi(FormatParamMixin, APIView):
     """GPU-hours and cost per group over a half-open range, from the ledger's rollups."""
 
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, UsageCSVRenderer]
+    renderer_classes = [DecimalJSONRenderer, BrowsableAPIRenderer, UsageCSVRenderer]
 
     @extend_schema(
         operation_id="usage",
         parameters=[
-            OpenApiParameter(
-                "start", str, description="ISO 8601 time or date (UTC), on the hour; default: end - 7 days"
-            ),
-            OpenApiParameter(
-                "end", str, description="ISO 8601 time or date (UTC), on the hour, exclusive; default: today 00:00 UTC"
-            ),
+            *PERIOD_PARAMS,
             OpenApiParameter(
                 "group_by",
                 str,
@@ -75,8 +80,10 @@ class UsageApi(FormatParamMixin, APIView):
         },
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
-        start, end = parse_range(params)
+        window = request_window(request)
+        start, end = window.start, window.end
         try:
             report = usage_report(
                 start=start,
@@ -90,7 +97,7 @@ class UsageApi(FormatParamMixin, APIView):
             raise param_error(exc.param, str(exc)) from exc
         response = Response(report.as_dict())
         if request.accepted_renderer.format == "csv":
-            response["Content-Disposition"] = f'attachment; filename="usage_{start:%Y%m%dT%H}_{end:%Y%m%dT%H}.csv"'
+            response["Content-Disposition"] = f'attachment; filename="{window.filename("usage")}"'
         return response
 
 
@@ -105,12 +112,14 @@ DETAIL_ERRORS = {
 
 class TeamListApi(FormatParamMixin, APIView):
     pagination_class = Pagination
+    renderer_classes = LIST_RENDERERS
 
     @extend_schema(
         operation_id="teams_list", parameters=PAGE_PARAMS, responses={200: TeamSerializer(many=True), **LIST_ERRORS}
     )
     def get(self, request):
-        return paginated(self, request, team_list(visible_teams=visible_team_names(request.user)), TeamSerializer)
+        return paginated(self, request, team_list(visible_teams=visible_team_names(request.user)), TeamSerializer,
+                         name="teams")
 
 
 class TeamDetailApi(FormatParamMixin, APIView):
@@ -124,6 +133,7 @@ class TeamDetailApi(FormatParamMixin, APIView):
 
 class ClusterListApi(FormatParamMixin, APIView):
     pagination_class = Pagination
+    renderer_classes = LIST_RENDERERS
 
     @extend_schema(
         operation_id="clusters_list",
@@ -132,7 +142,7 @@ class ClusterListApi(FormatParamMixin, APIView):
     )
     def get(self, request):
         clusters = cluster_list(visible_teams=visible_team_names(request.user))
-        return paginated(self, request, clusters, ClusterSerializer)
+        return paginated(self, request, clusters, ClusterSerializer, name="clusters")
 
 
 class ClusterDetailApi(FormatParamMixin, APIView):
@@ -147,22 +157,22 @@ class ClusterDetailApi(FormatParamMixin, APIView):
 class DataStatusApi(FormatParamMixin, APIView):
     """Per cluster and UTC day: buckets ok, provisional, failed, degraded, abandoned or missing, coverage, why."""
 
-    pagination_class = Pagination
+    pagination_class = WindowPagination
+    renderer_classes = LIST_RENDERERS
 
     @extend_schema(
         operation_id="data_status",
         parameters=[
-            OpenApiParameter("start", str, description="ISO 8601 date or time (UTC); default: end - 7 days"),
-            OpenApiParameter("end", str, description="exclusive; default: tomorrow 00:00 UTC (today included)"),
+            *PERIOD_PARAMS,
             CLUSTER_PARAM,
             *PAGE_PARAMS,
         ],
         responses={200: DayStatusSerializer(many=True), **ERRORS},
     )
     def get(self, request):
+        refuse_unknown_filters(request.query_params, visible_teams=visible_team_names(request.user))
         params = request.query_params
-        start, end = parse_range(params, default_days=7, max_days=93, now=timezone.now() + timedelta(days=1))
-        rows = data_status(
-            start=start, end=end, cluster=parse_text(params, "cluster"), visible_teams=visible_team_names(request.user)
-        )
-        return paginated(self, request, rows, DayStatusSerializer)
+        window = request_window(request, max_days=DATA_STATUS_MAX_DAYS)
+        rows = data_status(start=window.start, end=window.end, cluster=parse_text(params, "cluster"),
+                           visible_teams=visible_team_names(request.user))
+        return paginated(self, request, rows, DayStatusSerializer, window=window, name="data-status")

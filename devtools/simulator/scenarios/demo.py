@@ -274,12 +274,25 @@ SPEC = {
         },
         # ---------------------------------------------------------------- a100-0 (cordoned from T0+1d)
         {
-            "kind": "pod", "namespace": "llm-serving", "name": "llama-70b-{rs:llama}-{h5:llama,i}", "node": "a100-0",
+            # A LeaderWorkerSet (kubernetes-sigs/lws, docs/examples/vllm): one group of two, the leader pod
+            # owned by the StatefulSet llama-70b (the LWS's), the worker by the StatefulSet llama-70b-0, owned by
+            # the leader pod. Workload: LeaderWorkerSet/llama-70b.
+            "kind": "pod", "namespace": "llm-serving", "name": "llama-70b-0", "node": "a100-0",
             "start": "T0-3d", "gpus": {"nvidia.com/gpu": 2}, "act": "infer",
-            "replicas": [{"units": {"whole": [0, 1]}}, {"units": {"whole": [2, 3]}}],
-            "owner": ["ReplicaSet", "llama-70b-{rs:llama}", "Deployment", "llama-70b"],
-            "container": "vllm", "image": IMG_SERVE,
-            "labels": {"app": "llama-70b", "pod-template-hash": "{rs:llama}"}, "cpu": "24", "memory": "256Gi",
+            "replicas": [
+                {"units": {"whole": [0, 1]}, "owner": ["StatefulSet", "llama-70b", "LeaderWorkerSet", "llama-70b"],
+                 "labels": {"leaderworkerset.sigs.k8s.io/name": "llama-70b", "role": "leader",
+                            "leaderworkerset.sigs.k8s.io/group-index": "0",
+                            "leaderworkerset.sigs.k8s.io/worker-index": "0",
+                            "statefulset.kubernetes.io/pod-name": "llama-70b-0"}},
+                {"units": {"whole": [2, 3]}, "name": "llama-70b-0-1",
+                 "owner": ["StatefulSet", "llama-70b-0", "Pod", "llama-70b-0"],
+                 "labels": {"leaderworkerset.sigs.k8s.io/name": "llama-70b",
+                            "leaderworkerset.sigs.k8s.io/group-index": "0",
+                            "leaderworkerset.sigs.k8s.io/worker-index": "1",
+                            "statefulset.kubernetes.io/pod-name": "llama-70b-0-1"}},
+            ],
+            "container": "vllm", "image": IMG_SERVE, "cpu": "24", "memory": "256Gi",
             "workload": {
                 "namespace": "llm-serving", "name": "pod-{pod}-{h5:llamaw,i}", "queue": "serving-lq",
                 "cluster_queue": "serving-cq", "flavor": "a100", "count": 1, "gpus": 2, "created": "T0-3d",

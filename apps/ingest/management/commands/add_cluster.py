@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import URLValidator
 
 from apps.common.redaction import redact_url
+from apps.ingest.preflight import run_preflight, table
 from apps.inventory.models import Cluster, prometheus_url_problem
 
 
@@ -29,6 +30,8 @@ class Command(BaseCommand):
             "--metric", action="append", default=[], metavar="SIGNAL=METRIC",
             help="override a DCGM metric name, e.g. sm_active=DCGM_FI_PROF_SM_UTIL_RATIO",
         )
+        parser.add_argument("--no-preflight", action="store_true",
+                            help="do not run the preflight (check_cluster) after saving")
 
     def handle(self, *args, **opts):
         try:
@@ -65,3 +68,9 @@ class Command(BaseCommand):
             raise CommandError("; ".join(exc.messages)) from exc
         cluster.save()
         self.stdout.write(f"{'created' if created else 'updated'} cluster {cluster.name}")
+        if not opts["no_preflight"]:
+            # Told, never blocking: the cluster is saved whatever the preflight finds (check_cluster exits non-zero).
+            try:
+                self.stdout.write(table(run_preflight(cluster)))
+            except Exception as exc:  # the preflight must never undo or fail the add
+                self.stderr.write(f"preflight could not run: {type(exc).__name__}: {str(exc)[:300]}")

@@ -1,0 +1,117 @@
+"""Expensive test inputs cached on disk by content: a key is the SHA-256 of everything the input is made from, so a
+changed input makes a new key and the stale entry is never read again.
+
+The cache lives in `var/test-cache/` (`GPUFINOPS_VAR_DIR`); `GPUFINOPS_TEST_CACHE=0` turns it off (every input is
+made afresh). Entries are written to a temporary name and renamed, so parallel test sessions (pytest-xdist
+workers, helpers on one machine) never read half an entry. Delete the folder to empty it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def enabled() -> bool:
+    return os.environ.get("GPUFINOPS_TEST_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_dir() -> Path:
+    from django.conf import settings
+
+    path = Path(settings.VAR_DIR) / "test-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def content_key(*parts: str, files: Iterable[Path] = ()) -> str:
+    """SHA-256 of `parts` and of each file's path and bytes (in sorted order)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() + b"\0")
+    for path in sorted(Path(f) for f in files):
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def copy_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy of an SQLite database (WAL included), through SQLite's online backup; `target` appears
+    whole or not at all."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
+    os.close(handle)
+    try:
+        src = sqlite3.connect(source)
+        dst = sqlite3.connect(temporary)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode=DELETE")  # one file: the copy carries no -wal beside it
+        finally:
+            dst.close()
+            src.close()
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+# ---- The migrated SQLite test database ----
+
+
+def migrations_key() -> str:
+    """What a migrated database is made from: Django's version and every installed app's migration files."""
+    import django
+    from django.apps import apps
+    from django.conf import settings
+
+    files = [f for app in apps.get_app_configs() for f in (Path(app.path) / "migrations").glob("*.py")]
+    return content_key(django.get_version(), repr(list(settings.INSTALLED_APPS)), files=files)
+
+
+def migrated_sqlite_entry() -> Path | None:
+    """Where the migrated SQLite test database of these migrations is (or would be) cached; None when the cache is
+    off or the tests do not run on SQLite."""
+    from django.conf import settings
+
+    if not enabled() or settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return None
+    return cache_dir() / f"migrated-{migrations_key()[:32]}.sqlite3"
+
+
+# ---- Pure results (oracle answers over a scenario) ----
+
+
+def source_files(*folders: str) -> list[Path]:
+    """Every Python file under the repository folders named (what a pure result is computed by)."""
+    root = Path(__file__).resolve().parents[2]
+    return [path for folder in folders for path in sorted((root / folder).rglob("*.py"))]
+
+
+def pickled(name: str, build: Callable[[], T], *, parts: Iterable[str], files: Iterable[Path]) -> T:
+    """`build()`, or the result a previous session pickled for the same `parts` and source `files` (a pure function
+    of them: an oracle's answer over a scenario built from fixed arguments). Off with the cache: always built."""
+    if not enabled():
+        return build()
+    entry = cache_dir() / f"{name}-{content_key(name, *parts, files=files)[:32]}.pickle"
+    if entry.exists():
+        with entry.open("rb") as handle:
+            loaded: T = pickle.load(handle)
+        return loaded
+    value = build()
+    handle_fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=entry.name, suffix=".tmp")
+    try:
+        with os.fdopen(handle_fd, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, entry)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return value
