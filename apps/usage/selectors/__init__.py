@@ -45,7 +45,15 @@ from apps.usage.selectors.status import (
     final_share,
     final_shares,
 )
-from apps.usage.selectors.workloads import CHUNK, PodUsage, Seen, pod_workloads, workload_pods, workload_seen
+from apps.usage.selectors.workloads import (
+    CHUNK,
+    PodUsage,
+    Seen,
+    pod_workloads,
+    workload_modes,
+    workload_pods,
+    workload_seen,
+)
 
 __all__ = [
     "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "CHUNK", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
@@ -54,5 +62,5 @@ __all__ = [
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
     "due_hours", "expand_group_by", "final_share", "final_shares", "has_provisional_buckets", "is_whole_day_range",
     "ledger_version", "make_filters", "pod_workloads", "usage_report",
-    "workload_pods", "workload_seen",
+    "workload_modes", "workload_pods", "workload_seen",
 ]
