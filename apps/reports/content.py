@@ -35,6 +35,7 @@ from apps.reports.statement import UNALLOCATED
 from apps.usage import money
 from apps.usage.activity import DEFAULT_METRICS, default_signal
 from apps.usage.exports import usage_csv
+from apps.usage.figures import not_comparable
 from apps.usage.models import Bucket
 from apps.usage.selectors import UsageReport, usage_report
 
@@ -91,8 +92,12 @@ class Content:
     content_sha256: str
 
 
-def _has_ledger(period: Period) -> bool:
-    return Bucket.objects.filter(hour__gte=period.start, hour__lt=period.end).exists()
+def _not_comparable(period: Period, now: datetime) -> str | None:
+    """Why a period cannot be compared with (`apps.usage.figures.not_comparable`), None when it can: a change is
+    shown only against a period with comparable coverage (GPUFINOPS_COMPARE_MIN_FINAL of its hours final)."""
+    if not Bucket.objects.filter(hour__gte=period.start, hour__lt=period.end).exists():
+        return "no data"
+    return not_comparable(period_state(period, now).ratio, settings.GPUFINOPS_COMPARE_MIN_FINAL)
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,9 @@ class Gathered:
     state: PeriodState
     current: UsageReport
     previous_period: Period
-    previous: UsageReport | None  # None when the previous period has no ledger
-    history_periods: list[Period]  # the comparison periods with a ledger
+    previous: UsageReport | None  # None when the previous period's coverage is not comparable
+    previous_reason: str | None  # why not (no data, too few final hours); None when it is
+    history_periods: list[Period]  # the comparison periods with comparable coverage
     history: list[UsageReport]
     fleet: bool  # every team, with the fleet's capacity and the unallocated row
     infra_loss: dict[str, TeamInfraLoss]
@@ -126,12 +132,13 @@ def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathe
 
     current = report(period, ["team"])
     previous = period.previous()
-    history = [p for p in comparison_periods(period) if _has_ledger(p)]
+    previous_reason = _not_comparable(previous, now)
+    history = [p for p in comparison_periods(period) if _not_comparable(p, now) is None]
     idle_kind, idle = top_idle(start=period.start, end=period.end, visible_teams=visible, signal=signal)
     billed = bool(bill_lines_between(period.start, period.end))
     return Gathered(
         state=period_state(period, now), current=current, previous_period=previous,
-        previous=report(previous, ["team"]) if _has_ledger(previous) else None,
+        previous=report(previous, ["team"]) if previous_reason is None else None, previous_reason=previous_reason,
         history_periods=history, history=[report(p, ["team"]) for p in history],
         fleet=scope.fleet and current.capacity is not None,
         infra_loss=infra_loss_by_team(start=period.start, end=period.end, visible_teams=visible),
@@ -176,7 +183,8 @@ def content_figures(period: Period, scope: Scope, signal: str, g: Gathered) -> d
         "headline": statement.headline_json(cur, printed, loss, fleet=fleet, credited=g.credited),
         "rows": [statement.row_json(r, loss.by_team.get(r.name) if r.kind == "team" else None) for r in rows],
         "total_row": statement.total_json(total, loss),
-        "previous": {"period": g.previous_period.label, "available": g.previous is not None},
+        "previous": {"period": g.previous_period.label, "available": g.previous is not None,
+                     "reason": g.previous_reason},
         "average": {"periods": [p.label for p in g.history_periods], "count": len(g.history_periods),
                     "of": len(comparison_periods(period))},
         "movers": statement.movers_json(statement.movers(rows)),
