@@ -50,6 +50,8 @@ INSTALLED_APPS = [
     "apps.queues",
     "apps.reports",
     "apps.findings",
+    "apps.billing",
+    "apps.budgets",
     "apps.monitoring",
     "apps.dashboard",
 ]
@@ -270,6 +272,19 @@ GPUFINOPS_FOCUS_PROVIDER_NAME = envstr("GPUFINOPS_FOCUS_PROVIDER_NAME", "GPU Pla
 GPUFINOPS_FOCUS_BILLING_ACCOUNT_ID = envstr("GPUFINOPS_FOCUS_BILLING_ACCOUNT_ID", "gpu-fleet")
 GPUFINOPS_FOCUS_BILLING_ACCOUNT_NAME = envstr("GPUFINOPS_FOCUS_BILLING_ACCOUNT_NAME", "GPU fleet")
 GPUFINOPS_FOCUS_INVOICE_PREFIX = envstr("GPUFINOPS_FOCUS_INVOICE_PREFIX", "gpufinops")
+# The cloud bill (docs/billing.md). Which cost a billed figure uses: EffectiveCost (amortized commitments and
+# discounts: what the node really cost) or BilledCost (what the invoice says, commitments on their purchase rows).
+GPUFINOPS_BILL_COST = envstr("GPUFINOPS_BILL_COST", "EffectiveCost")  # checked: gpufinops.E005
+# The ledger's currency: bill lines in another are reported, not kept (no conversion).
+GPUFINOPS_BILL_CURRENCY = envstr("GPUFINOPS_BILL_CURRENCY", "USD")
+# GPU machine types (case-insensitive regex over a line's description, SKU details and resource name): how a GPU
+# node's charge that matches no node is told from the rest of the bill. AWS p/g families, Google a2/a3/a4/g2,
+# Azure N-series, Oracle GPU shapes.
+GPUFINOPS_BILL_GPU_MACHINES = envstr(
+    "GPUFINOPS_BILL_GPU_MACHINES",
+    r"\b(?:p[2-6][a-z0-9-]*|g[3-6][a-z0-9]*|gr6)\.[0-9a-z]+\b|\b(?:a[2-4]|g2)-(?:high|mega|ultra|edge|standard)"
+    r"[a-z]*-\d+g?\b|\bStandard_N[CDV]|\bN[CDV][0-9a-z_]* (?:v\d )?Series|\bGPU\b",
+)
 
 # ---- REST API ----
 REST_FRAMEWORK = {
@@ -368,6 +383,8 @@ GPUFINOPS_API_CACHE_MAX_BYTES = envint("GPUFINOPS_API_CACHE_MAX_BYTES", 1_000_00
 # hour, or ranges not on whole days) over at most this many days; team members' history ranges likewise.
 GPUFINOPS_API_MAX_ROWS = envint("GPUFINOPS_API_MAX_ROWS", 20_000)
 GPUFINOPS_API_MAX_HOURLY_DAYS = envint("GPUFINOPS_API_MAX_HOURLY_DAYS", 31)
+# A change is shown only against a period with comparable coverage: at least this share of its hours final.
+GPUFINOPS_COMPARE_MIN_FINAL = envfloat("GPUFINOPS_COMPARE_MIN_FINAL", 0.9)
 GPUFINOPS_API_MEMBER_HISTORY_DAYS = envint("GPUFINOPS_API_MEMBER_HISTORY_DAYS", 31)
 GPUFINOPS_API_MAX_HISTORY_DAYS = envint("GPUFINOPS_API_MAX_HISTORY_DAYS", 93)
 # API tokens: default and longest lifetime.

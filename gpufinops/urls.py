@@ -7,5 +7,7 @@ urlpatterns = [
     path("oidc/", include("apps.accounts.urls")),  # company sign-in (apps/accounts/oidc.py)
     path("", include("apps.monitoring.urls")),  # /metrics (Prometheus, protected) and /livez (liveness)
     path("", include("apps.findings.urls")),  # /findings/
+    path("", include("apps.billing.urls")),  # /reconciliation/
+    path("", include("apps.budgets.urls")),  # /budgets/
     path("", include("apps.dashboard.urls")),
 ]
