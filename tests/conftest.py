@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.harness import cache
 from tests.harness.prometheus import PrometheusServer, start_prometheus
@@ -20,6 +21,11 @@ from tests.harness.services import require_binary, require_service
 from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
 from tests.harness.smtp import SmtpServer, start_smtp_server
 from tests.harness.worker import CeleryWorker, database_url_from_settings
+
+# No per-example deadline: the house rule is no timing in unit tests, and on a shared 2-core machine a property test's
+# example can take 300 ms for reasons that are not the code's (seen: a FlakyFailure under load 15).
+hypothesis_settings.register_profile("gpufinops", deadline=None)
+hypothesis_settings.load_profile("gpufinops")
 
 # ---- Database ----
 

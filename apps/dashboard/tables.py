@@ -16,10 +16,18 @@ from django.utils.safestring import SafeString, mark_safe
 
 from apps.common.csvfile import csv_bytes
 from apps.reports.formats import DASH, arrow, gpuh, ratio_pct, signed_pct, signed_usd, usd
+from apps.usage.figures import TENTH, Unit, apportion_places, as_shown
+from apps.usage.money import CENT
 
 # Column kinds: how a value is shown (templatetags/dashfmt.py `cell`) and written to CSV.
 KINDS = ("text", "gpuh", "usd", "ratio", "activity", "coverage", "int", "gpus", "datetime", "date", "seconds",
          "signed_usd", "signed_pct")
+
+
+# Columns printed so the rows add up to the totals row (money in cents, GPU-hours at 0.1).
+PRINTED_UNITS: dict[str, Unit] = {"usd": "usd", "gpuh": "gpuh"}
+# A total within this of the sum of its rows, per row, is their sum (GPU-hours are floats kept to a millionth).
+ADDS_UP = Decimal("0.000001")
 
 
 @dataclass(frozen=True)
@@ -53,14 +61,42 @@ class Block:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
+    def printed(self) -> dict[int, dict[str, Decimal]]:
+        """The money and GPU-hour cells as printed, apportioned to the printed total by largest remainder (the
+        e-mail's rule, `apps.usage.figures.apportion_places`), so the printed rows add up to the printed totals row:
+        `id(row) -> {column: printed value}`. Over every row of a paged table (`extra["all_rows"]`); only for
+        columns whose total is the sum of the rows (a mean or a maximum is left as it is)."""
+        if self.totals is None:
+            return {}
+        rows = self.extra.get("all_rows", self.rows)
+        out: dict[int, dict[str, Decimal]] = {id(r): {} for r in rows}
+        for c in self.columns:
+            unit = PRINTED_UNITS.get(c.kind)
+            total = self.totals.get(c.key)
+            values = [r.get(c.key) for r in rows]
+            if unit is None or total is None or any(v is None for v in values) or not rows:
+                continue
+            if abs(sum(Decimal(str(v)) for v in values) - Decimal(str(total))) > ADDS_UP * (len(values) + 1):
+                continue
+            places = CENT if unit == "usd" else TENTH
+            for row, value in zip(rows, apportion_places(values, as_shown(total, unit), places), strict=True):
+                out[id(row)][c.key] = value
+        return out
+
+    @cached_property
     def body(self) -> list[SafeString]:
         """The table's rows as HTML (escaped here: tenants write names): built in Python, since a template loop
         over thousands of cells costs more than the page's queries."""
-        return [row_html(self.columns, r) for r in self.rows]
+        printed = self.printed
+        return [row_html(self.columns, {**r, **printed.get(id(r), {})}) for r in self.rows]
 
     @cached_property
     def foot(self) -> SafeString:
-        return row_html(self.columns, self.totals, foot=True) if self.totals is not None else mark_safe("")
+        if self.totals is None:
+            return mark_safe("")
+        shown = {c.key: as_shown(self.totals[c.key], PRINTED_UNITS[c.kind]) for c in self.columns
+                 if c.kind in PRINTED_UNITS and self.totals.get(c.key) is not None}
+        return row_html(self.columns, {**self.totals, **shown}, foot=True)
 
     def csv(self) -> bytes:
         """Exactly the table's rows and columns (headers as on the screen) and its totals row, at the API's

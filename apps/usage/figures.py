@@ -229,12 +229,13 @@ def average(values: Sequence[Amount]) -> Decimal | None:
 @dataclass(frozen=True)
 class Change:
     """A figure's change against a comparison: `amount` in the figure's unit and `percent` of the comparison at
-    0.1. Without a comparison both are None; against zero the percent is None and the figure is `new` when it
-    is not zero itself."""
+    0.1. Without a comparison both are None, and `reason` says why when it is known (a period without enough
+    final hours); against zero the percent is None and the figure is `new` when it is not zero itself."""
 
     amount: Decimal | None = None
     percent: Decimal | None = None
     new: bool = False
+    reason: str | None = None
 
     @property
     def delta(self) -> str | None:
@@ -257,6 +258,47 @@ def change(current: Decimal, previous: Decimal | None) -> Change:
     if previous == 0:
         return Change(amount, None, new=bool(current))
     return Change(amount, round_to(amount / previous * HUNDRED, TENTH))
+
+
+# ---- Comparable coverage: a change is shown only against a period measured about as fully as this one ----
+
+
+def not_comparable(final_share: float | None, minimum: float) -> str | None:
+    """Why a period cannot be compared with (None when it can): it has no collected hour, or fewer than `minimum`
+    (a share, GPUFINOPS_COMPARE_MIN_FINAL) of its hours are final. "+945 % vs a week holding 15 hours of data"
+    compares coverage, not spending."""
+    if final_share is None or final_share <= 0:
+        return "no data"
+    if final_share < minimum:
+        return (f"only {round_to(final_share * 100, TENTH)} % of its hours final "
+                f"(needs {round_to(minimum * 100, TENTH).normalize():f} %)")
+    return None
+
+
+def change_if_comparable(current: Decimal, previous: Decimal | None, final_share: float | None,
+                         minimum: float) -> Change:
+    """`change` against the previous period when its coverage is comparable, else no change and why."""
+    reason = not_comparable(final_share, minimum)
+    if reason is not None or previous is None:
+        return Change(reason=reason or "no data")
+    return change(current, previous)
+
+
+@dataclass(frozen=True)
+class CoveredAverage:
+    """The mean of the comparison periods with comparable coverage, and how many of them it counts."""
+
+    mean: Decimal | None
+    count: int
+    of: int
+
+
+def covered_average(values: Sequence[Amount], final_shares: Sequence[float | None],
+                    minimum: float) -> CoveredAverage:
+    """The average over the periods whose coverage is comparable (`not_comparable` is None); the others are left
+    out, never counted as zero."""
+    kept = [v for v, share in zip(values, final_shares, strict=True) if not_comparable(share, minimum) is None]
+    return CoveredAverage(average(kept), len(kept), len(values))
 
 
 def change_from_average(exact: Decimal, mean: Decimal | None) -> Change:

@@ -7,6 +7,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+import yaml
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -31,11 +32,31 @@ ENDPOINTS = [
 ]
 
 
-@pytest.mark.parametrize("url", ENDPOINTS)
+HTML_DOCS = ["/api/v1/docs/", "/api/v1/redoc/"]
+
+
+@pytest.mark.parametrize("url", [u for u in ENDPOINTS if u not in HTML_DOCS])
 def test_it_answers_401_to_anonymous_requests(ledger, anon, url):
     response = anon.get(url)
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == "Token"
+    assert set(yaml.safe_load(response.content)) == {"detail", "errors"}  # the schema answers YAML, the rest JSON
+
+
+@pytest.mark.parametrize("url", HTML_DOCS)
+def test_it_sends_anonymous_people_from_the_docs_to_sign_in_and_back(ledger, anon, url):
+    response = anon.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={url}"
+
+
+def test_redoc_loads_nothing_from_the_internet(users):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(users["alice"])
+    page = client.get("/api/v1/redoc/").content.decode()
+    assert "redoc" in page.lower() and "https://" not in page and "fonts.g" not in page
 
 
 @pytest.mark.parametrize("url", ENDPOINTS)

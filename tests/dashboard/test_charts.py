@@ -87,3 +87,28 @@ def test_periods_follow_the_url_and_the_bucket_follows_the_length():
     assert (d.start, d.end, d.bucket) == (datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 2, tzinfo=UTC), "hour")
     assert span(datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 6, 1, tzinfo=UTC)).bucket == "week"
     assert parse_window({"days": "x"}, now)[1]
+
+
+def test_printed_columns_add_up_to_the_totals_row_by_largest_remainder():
+    """The e-mail's rule on every table with a totals row: 3 x $0.333333 print as 0.34 + 0.33 + 0.33 = 1.00, and
+    GPU-hours 2968.75 + 5671.25 print as 2968.8 + 5671.2 under 8640.0 (not 2968.8 + 5671.3 = 8640.1)."""
+    import re
+
+    cols = [Column("team", "Team"), Column("cost", "Cost (USD)", "usd"), Column("h", "GPU-h", "gpuh"),
+            Column("activity", "Activity", "activity")]
+    rows = [{"team": t, "cost": Decimal("0.333333"), "h": h, "activity": 0.5}
+            for t, h in (("a", 2968.75), ("b", 5671.25), ("c", 0.0))]
+    block = Block("b", "t", cols, rows, totals={"team": "Total", "cost": Decimal("0.999999"), "h": 8640.0,
+                                               "activity": 0.5})
+
+    def cells(html: str) -> list[str]:
+        return re.findall(r'<td class="num">([^<]*)</td>', html)
+
+    body = [cells(str(r)) for r in block.body]
+    assert [b[0] for b in body] == ["$0.34", "$0.33", "$0.33"]
+    assert [b[1] for b in body] == ["2,968.8", "5,671.2", "0.0"]
+    assert cells(str(block.foot))[:2] == ["$1.00", "8,640.0"]
+    # A column whose total is not the sum of its rows (a mean, a maximum) is printed as it is.
+    mean = Block("m", "t", cols[:2], [{"team": "a", "cost": Decimal("1.005")}, {"team": "b", "cost": Decimal("3")}],
+                 totals={"team": "Mean", "cost": Decimal("2.0025")})
+    assert [cells(str(r))[0] for r in mean.body] == ["$1.00", "$3.00"]

@@ -158,3 +158,17 @@ def test_add_cluster_prints_the_preflight_and_the_staff_page_shows_the_last_resu
     body = page.content.decode()
     assert "signal sm_active" in body and "customMetrics" in body and "fail" in body
     assert client.get("/clusters/nope/preflight/").status_code == 404
+
+
+def test_dra_attribution_is_checked_where_dra_gpus_are_published(world):
+    cluster, at, _prom = world("mixed")
+    _code, output = check_cluster(cluster, at)
+    table = rows(output)
+    assert table["dra attribution"][0] == "PASS", output
+    assert table["rbac: list resourceclaims (resource.k8s.io)"][0] == "PASS"
+    assert "v1" in table["resource.k8s.io"][1]
+    cluster, at, _prom = world("mixed-noattr")
+    code, output = check_cluster(cluster, at)
+    status, text = rows(output)["dra attribution"]
+    assert code == 1 and status == "FAIL", output
+    assert "0 series naming a claim" in text and "kubernetesDRA.enabled=true" in text

@@ -288,7 +288,8 @@ def gathered(*, credited: bool = False, history=(PREVIOUS, EARLIER)) -> Gathered
             IdleItem("c", "c1", "ml", "Job/free", 2.0, 1.0, D("0"), D("0"), 2.0)]
     return Gathered(
         state=PeriodState(PERIOD, ended=True), current=CURRENT, previous_period=PERIOD.previous(),
-        previous=PREVIOUS, history_periods=[PERIOD.previous(i + 1) for i in range(len(history))], history=list(history),
+        previous=PREVIOUS, previous_reason=None, history_periods=[PERIOD.previous(i + 1) for i in range(len(history))],
+        history=list(history),
         fleet=True, infra_loss={"a": TeamInfraLoss("a", 1.5, D("3.005000"))}, credited=credited,
         idle_kind="workload", idle=idle, csv=b"team\n", focus=b"focus\n",
     )
@@ -321,7 +322,7 @@ def test_the_figures_an_edition_stores():
     assert [(r["idle_cost_printed"], r["idle_gpu_hours_printed"], r["idle_pct"], r["unpriced_only"])
             for r in f["top_idle"]["rows"]] == [("18.00", "3.0", "30.0", False), ("0.00", "1.0", "50.0", True)]
     assert f["totals"]["cost"] == "100.000000" and f["capacity"]["unallocated_cost"] == "20.000000"
-    assert f["previous"] == {"period": "2026-W46", "available": True}
+    assert f["previous"] == {"period": "2026-W46", "available": True, "reason": None}
     assert f["average"] == {"periods": ["2026-W46", "2026-W45"], "count": 2, "of": 4}
 
 

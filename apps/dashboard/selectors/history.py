@@ -8,11 +8,22 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+
 from apps.common.timeutils import DAY
 from apps.dashboard.scope import Scope, Window
 from apps.dashboard.selectors.shared import report
-from apps.usage.figures import CapacityFigures, CapacityRow, Unit, UsageFigures, as_shown, average, change
-from apps.usage.selectors import capacity_rows
+from apps.usage.figures import (
+    CapacityFigures,
+    CapacityRow,
+    Unit,
+    UsageFigures,
+    as_shown,
+    average,
+    change,
+    not_comparable,
+)
+from apps.usage.selectors import capacity_rows, final_share
 
 GroupKey = tuple[str, ...]
 
@@ -26,6 +37,19 @@ class History:
     values: list[dict[GroupKey, UsageFigures]]
     has: list[bool]
     of: Window | None = None  # the page's period
+    final_shares: list[float | None] | None = None  # share of each window's hours final (None: not measured)
+
+    @property
+    def reasons(self) -> list[str | None]:
+        """Why each window cannot be compared with (None: it can): no data, or too few of its hours final
+        (GPUFINOPS_COMPARE_MIN_FINAL)."""
+        shares = self.final_shares if self.final_shares is not None else [1.0 if h else None for h in self.has]
+        minimum = settings.GPUFINOPS_COMPARE_MIN_FINAL
+        return [not_comparable(share if h else None, minimum) for share, h in zip(shares, self.has, strict=True)]
+
+    @property
+    def comparable(self) -> list[bool]:
+        return [r is None for r in self.reasons]
 
     @property
     def previous_label(self) -> str:
@@ -84,21 +108,26 @@ def history(scope: Scope, *, by: Sequence[str] = (), signal: str | None = None,
             if by:
                 values[i].update((tuple(r.group[k] for k in by), r.figures) for r in rep.results)
             values[i][()] = rep.totals
-    return History(windows, values, has, scope.window)
+    clusters = scope.filters.get("cluster") or None
+    shares = [final_share(w.start, w.end, clusters=clusters) for w in windows]
+    return History(windows, values, has, scope.window, shares)
 
 
 def change_vs_history(current: float | Decimal, hist: History, series: Sequence[float | Decimal],
                       kind: Unit = "usd") -> dict[str, Any]:
-    """The change of a figure vs the previous period and vs the average of the history periods that have data,
-    as the finance report computes it on printed figures (`apps.usage.figures.change`), as the page shows them."""
+    """The change of a figure vs the previous period and vs the average of the history periods, each only where
+    the coverage is comparable (`apps.usage.figures.not_comparable`: else "n/a" and why), as the finance report
+    computes it on printed figures (`apps.usage.figures.change`), as the page shows them."""
     cur = as_shown(current, kind)
-    prev = as_shown(series[0], kind) if hist.has[0] else None
-    mean = average([v for v, h in zip(series, hist.has, strict=True) if h])
+    reasons = hist.reasons
+    prev = as_shown(series[0], kind) if reasons[0] is None else None
+    mean = average([v for v, r in zip(series, reasons, strict=True) if r is None])
     avg_shown = as_shown(mean, kind) if mean is not None else None
     vs_prev, vs_avg = change(cur, prev), change(cur, avg_shown)
     return {"kind": kind, "previous": prev, "previous_label": hist.previous_label,
-            "previous_range": hist.windows[0].caption(), "delta": vs_prev.delta, "delta_pct": vs_prev.delta_pct,
-            "average": avg_shown, "average_count": sum(hist.has), "average_of": len(hist.windows),
+            "previous_range": hist.windows[0].caption(), "previous_reason": reasons[0],
+            "delta": vs_prev.delta, "delta_pct": vs_prev.delta_pct,
+            "average": avg_shown, "average_count": sum(r is None for r in reasons), "average_of": len(hist.windows),
             "average_label": hist.average_label, "avg_delta": vs_avg.delta, "avg_pct": vs_avg.delta_pct}
 
 

@@ -48,7 +48,7 @@ def _team_rows(scope: Scope, cur: UsageReport, teams: list[str], printed: Printe
             **figures_row(figures, team=team), "name": team, "kind": "unassigned" if team == "unassigned" else "team",
             "cost": printed.costs[i], "exact_cost": figures.cost, "share": _ratio(shares[i]),
             "delta": vs_prev.delta, "delta_pct": vs_prev.delta_pct, "avg_delta": avg["avg_delta"],
-            "avg_pct": avg["avg_pct"], "gpu_hours": figures.allocated_gpu_hours,
+            "avg_pct": avg["avg_pct"], "gpu_hours": printed.hours[i],
             "href": reverse("dashboard:overview") + "?" + plain_query(scope, team=team),
         })
     return rows
@@ -61,7 +61,7 @@ def _unallocated_row(scope: Scope, cap: CapacityFigures, printed: PrintedRows, p
     avg = change_vs_history(cap.unallocated_cost, hist, [c.unallocated_cost for c in hist_cap])
     return {"name": UNALLOCATED, "kind": "unallocated", "cost": printed.unallocated, "share": _ratio(share),
             "delta": vs_prev.delta, "delta_pct": vs_prev.delta_pct, "avg_delta": avg["avg_delta"],
-            "avg_pct": avg["avg_pct"], "gpu_hours": cap.unallocated_gpu_hours, "idle_share": None, "idle_cost": None,
+            "avg_pct": avg["avg_pct"], "gpu_hours": printed.unallocated_hours, "idle_share": None, "idle_cost": None,
             "coverage": None, "href": reverse("dashboard:fleet") + "?" + plain_query(scope, team=None)}
 
 
@@ -77,7 +77,7 @@ def _totals(cur: UsageReport, printed: PrintedRows, printed_prev: PrintedRows | 
     return {**figures_row(cur.totals), "name": "Total", "cost": printed.total,
             "share": Decimal(1) if printed.total else None, "delta": vs_prev.delta, "delta_pct": vs_prev.delta_pct,
             "avg_delta": avg["avg_delta"],
-            "gpu_hours": cap.capacity_gpu_hours if cap else cur.totals.allocated_gpu_hours}
+            "gpu_hours": printed.total_hours}
 
 
 def showback_page(scope: Scope) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def showback_page(scope: Scope) -> dict[str, Any]:
     average, GPU-hours, idle %. A totals row."""
     cur = report(scope, ["team"])
     hist = history(scope, by=["team"])
-    prev_rep = report(scope, ["team"], window=hist.windows[0]) if hist.has[0] else None
+    prev_rep = report(scope, ["team"], window=hist.windows[0]) if hist.comparable[0] else None
     fleet = cur.capacity is not None and not scope.filtered
     by_team = cur.figures_by("team")
     teams = sorted(by_team, key=lambda t: (-by_team[t].cost, t))

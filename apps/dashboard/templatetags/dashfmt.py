@@ -50,14 +50,21 @@ def change(ch) -> str:
         pct = f" ({signed_pct(ch['delta_pct'])})" if ch["delta_pct"] is not None else ""
         lines.append(format_html('<span title="{}">{} {}{} vs {}</span>', ch["previous_range"], arrow(ch["delta"]),
                                  fmt(ch["delta"]), pct, ch["previous_label"]))
+    elif ch.get("previous_reason") and ch["previous_reason"] != "no data":
+        lines.append(format_html('<span title="{}">n/a vs {}: {}</span>', ch["previous_range"], ch["previous_label"],
+                                 ch["previous_reason"]))
     else:
         lines.append(format_html('<span title="{}">no data for {}</span>', ch["previous_range"], ch["previous_label"]))
     if ch["avg_delta"] is not None:
         pct = f" ({signed_pct(ch['avg_pct'])})" if ch["avg_pct"] is not None else ""
-        partial = f" ({ch['average_count']} with data)" if ch["average_count"] < ch["average_of"] else ""
-        lines.append(format_html('<span title="average of the {} previous periods with data">{} {}{} vs {}{}</span>',
-                                 ch["average_count"], arrow(ch["avg_delta"]), fmt(ch["avg_delta"]), pct,
-                                 ch["average_label"], partial))
+        partial = (f" ({ch['average_count']} of {ch['average_of']} periods covered)"
+                   if ch["average_count"] < ch["average_of"] else "")
+        lines.append(format_html('<span title="average of the {} previous periods with comparable coverage">'
+                                 '{} {}{} vs {}{}</span>', ch["average_count"], arrow(ch["avg_delta"]),
+                                 fmt(ch["avg_delta"]), pct, ch["average_label"], partial))
+    elif ch["average_of"]:
+        lines.append(format_html("<span>n/a vs {}: no earlier period with comparable coverage</span>",
+                                 ch["average_label"]))
     return format_html("{}", mark_safe("<br>".join(str(x) for x in lines)))
 
 

@@ -4,6 +4,7 @@ and what it is measured with (data status, clusters missing a signal)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -176,3 +177,22 @@ def data_as_of(*, visible_teams: set[str] | None) -> dict[str, datetime | None]:
     ).aggregate(collected_at=Max("collected_at"), hour=Max("hour"))
     return {"collected_at": agg["collected_at"], "hour": agg["hour"]}
 
+
+
+# ---- Coverage of a period: how much of it is final (comparisons need comparable coverage) ----
+
+
+def final_share(start: datetime, end: datetime, *, clusters: Sequence[str] | None = None) -> float | None:
+    """The share of `[start, end)`'s hours that are final and OK, over the clusters collecting by its end (all of
+    them, or those named): every hour of the range counts for such a cluster, including those before its first
+    bucket (as a report period's coverage does, `apps.reports.periods.period_state`). None when no cluster was
+    collecting."""
+    first = Bucket.objects.values("cluster_id").annotate(first=Min("hour")).filter(first__lt=end)
+    if clusters:
+        first = first.filter(cluster__name__in=list(clusters))
+    ids = [row["cluster_id"] for row in first]
+    if not ids:
+        return None
+    final = Bucket.objects.filter(cluster_id__in=ids, hour__gte=start, hour__lt=end, state=Bucket.State.FINAL,
+                                  status=Bucket.Status.OK).count()
+    return final / (len(ids) * len(hours_between(start, end)))

@@ -131,9 +131,22 @@ class Command(BaseCommand):
         self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
         self.stdout.write(f"{cluster.name}: {tally.written} buckets written, {len(tally.failed)} failed, "
                           f"{tally.queries} Prometheus queries, {time.monotonic() - started:.1f} s")
+        self._finance(cluster, now)
         self._demo_user()
         if tally.failed:
             raise CommandError(f"demo collection had failures: {next(iter(tally.failed.values()))}")
+
+    def _finance(self, cluster: Cluster, now: datetime) -> None:
+        """The demo's cloud bill (imported like any FOCUS file) and weekly team budgets (devtools/demo_bill.py)."""
+        from apps.billing.services import import_bill
+        from devtools.demo_bill import demo_bill, demo_budgets
+
+        result = import_bill(demo_bill(cluster, DEMO_PRICES), f"demo-focus-{now:%Y%m%d%H}.csv")
+        bill = result.bill
+        self.stdout.write(f"cloud bill {bill.name}: {bill.lines_kept} GPU node lines, {bill.lines_matched} matched to "
+                          f"nodes (/reconciliation/)")
+        budgets = demo_budgets(cluster, now)
+        self.stdout.write(f"weekly budgets: {', '.join(budgets) or 'none'} (/budgets/)")
 
     def _demo_user(self) -> None:
         """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones)."""
