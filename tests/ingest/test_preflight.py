@@ -17,6 +17,7 @@ from devtools.simulator.k8s_api import start_server
 from devtools.simulator.prometheus_api import start_prometheus
 from devtools.simulator.scenarios import build_scenario
 from tests.devtools.conftest import END
+from tests.ingest.conftest import sim_world  # noqa: F401 (the session's simulated world, real Prometheus)
 
 pytestmark = pytest.mark.django_db
 DAYS = 1
@@ -172,3 +173,21 @@ def test_dra_attribution_is_checked_where_dra_gpus_are_published(world):
     status, text = rows(output)["dra attribution"]
     assert code == 1 and status == "FAIL", output
     assert "0 series naming a claim" in text and "kubernetesDRA.enabled=true" in text
+
+
+@pytest.mark.services
+def test_the_healthy_demo_passes_against_a_real_prometheus(sim_world):  # noqa: F811
+    """The same table from a real Prometheus (promtool-backfilled with the demo's history): its status endpoints,
+    retention flag and PromQL answers as the preflight reads them."""
+    from tests.ingest.conftest import make_cluster
+
+    cluster = make_cluster(sim_world, name="preflight-real")
+    sim_world.server.set_time(sim_world.end - timedelta(minutes=2))
+    try:
+        code, output = check_cluster(cluster, sim_world.end - timedelta(minutes=2))
+    finally:
+        sim_world.server.set_time(sim_world.end)  # as the session's other tests expect it
+    table = rows(output)
+    assert code == 0 and {status for status, _ in table.values()} == {"PASS"}, output
+    assert "Prometheus 2." in table["prometheus reachable"][1] or "Prometheus 3." in table["prometheus reachable"][1]
+    assert table["retention"][1].strip() != "not reported"
