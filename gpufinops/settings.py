@@ -79,6 +79,7 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out username or address before checking
     "django.contrib.auth.backends.ModelBackend",
+    "apps.accounts.backends.StaffReadBackend",  # staff read the product's tables in the admin
 ]
 
 ROOT_URLCONF = "gpufinops.urls"
