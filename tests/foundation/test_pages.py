@@ -128,3 +128,14 @@ def test_staff_read_the_products_tables_in_the_admin_and_only_staff_see_the_link
     assert client.get("/admin/auth/user/").status_code == 403
     client.force_login(django_user_model.objects.create_user("ana", password="pw-123456789"))
     assert 'href="/admin/"' not in client.get("/glossary/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_glossary_names_every_finding_term_and_dates_are_typed_iso(client, django_user_model):
+    body = client.get("/glossary/").content.decode()
+    for term in ("infra-loss", "straggler", "unhealthy-gpu", "finding", "period", "change"):
+        assert f'id="{term}"' in body, term
+    Cluster.objects.create(name="prod-a", prometheus_url="http://prometheus:9090")
+    client.force_login(django_user_model.objects.create_user("ops", password="pw-123456789", is_staff=True))
+    page = client.get("/workloads/").content.decode()
+    assert 'type="date"' not in page and 'placeholder="YYYY-MM-DD"' in page
