@@ -26,8 +26,8 @@ help:
 	@echo "make run    - install into .venv if needed, migrate (SQLite under var/ unless DATABASE_URL is set),"
 	@echo "              seed the simulated demo cluster, serve $(URL)"
 	@echo "make test   - install into .venv if needed, run the test suite (python -m pytest -q)"
-	@echo "make test-fast - the inner loop: every test not marked services, on SQLite (no PostgreSQL, Redis,"
-	@echo "              Prometheus, worker or browser; CONTRIBUTING.md)"
+	@echo "make test-fast - the inner loop: the tests marked neither services nor slow, on SQLite, two workers"
+	@echo "              (no PostgreSQL, Redis, Prometheus, Celery worker or browser; CONTRIBUTING.md)"
 	@echo "make lint   - ruff check ."
 	@echo "make check  - ruff, the import contracts (lint-imports) and mypy: the static checks CI runs"
 	@echo "make bench  - the benchmarks in bench/"
@@ -62,9 +62,13 @@ demo: run
 test: $(STAMP)
 	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q
 
-# The contributor's inner loop (CONTRIBUTING.md): no services, so on SQLite whatever DATABASE_URL the shell has.
+# The contributor's inner loop (CONTRIBUTING.md): no services, so on SQLite whatever DATABASE_URL the shell has, and
+# not the few `slow` ones (schemathesis fuzzing, the 10,000-GPU scenario, a day of demo: `make test` runs them), on
+# two pytest-xdist workers, each test module on one worker (its shared worlds built once there).
+TEST_FAST_WORKERS ?= 2
 test-fast: $(STAMP)
-	env -u DATABASE_URL GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -m "not services"
+	env -u DATABASE_URL GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -m "not services and not slow" \
+		-n $(TEST_FAST_WORKERS) --dist loadscope
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check .

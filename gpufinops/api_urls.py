@@ -27,6 +27,8 @@ urlpatterns = [
     path("", include(("apps.queues.api.urls", "queues-api"))),
     path("", include(("apps.reports.api.urls", "reports-api"))),
     path("", include(("apps.findings.api.urls", "findings-api"))),
+    path("", include(("apps.billing.api.urls", "billing-api"))),
+    path("", include(("apps.budgets.api.urls", "budgets-api"))),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path(
         "docs/",

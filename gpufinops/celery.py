@@ -43,6 +43,12 @@ app.conf.beat_schedule = {
         "task": "apps.findings.tasks.notify_findings_task",
         "schedule": crontab(minute="2-59/5"),
     },
+    # Hourly at :15: every budget's spend and forecast; alerts once per budget, period and threshold (e-mail to the
+    # team's members, team webhooks). Twin: `manage.py check_budgets`.
+    "check-budgets": {
+        "task": "apps.budgets.tasks.check_budgets_task",
+        "schedule": crontab(minute=15),
+    },
     # Hourly at :20: thin capacity snapshots older than 7 days to one per hour. Twin: `manage.py prune_capacity`.
     "prune-capacity-history": {
         "task": "apps.capacity.tasks.prune_capacity_history_task",

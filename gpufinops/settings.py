@@ -9,7 +9,7 @@ from typing import Any
 import dj_database_url
 
 from apps.common.constants import DEV_SECRET_KEY, MISSING_SECRET_PREFIX
-from apps.common.env import envbool, envfloat, envint, envlist, envsecret, envstr
+from apps.common.env import envbool, envfloat, envint, envjson, envlist, envsecret, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("GPUFINOPS_VAR_DIR", str(BASE_DIR / "var")))
@@ -50,6 +50,8 @@ INSTALLED_APPS = [
     "apps.queues",
     "apps.reports",
     "apps.findings",
+    "apps.billing",
+    "apps.budgets",
     "apps.monitoring",
     "apps.dashboard",
 ]
@@ -76,10 +78,39 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# ---- Company sign-in (OIDC, apps/accounts/oidc.py): on when GPUFINOPS_OIDC_ISSUER is set. Endpoints come from
+# the issuer's discovery document; code flow with PKCE, state and nonce; the ID token checked against the JWKS,
+# issuer, audience (the client id) and expiry. Teams and roles from the groups claim at every sign-in.
+GPUFINOPS_OIDC_ISSUER = envstr("GPUFINOPS_OIDC_ISSUER", "")
+OIDC_RP_CLIENT_ID = envstr("GPUFINOPS_OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = envsecret("GPUFINOPS_OIDC_CLIENT_SECRET", "")
+OIDC_RP_SIGN_ALGO = envstr("GPUFINOPS_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = envstr("GPUFINOPS_OIDC_SCOPES", "openid email profile groups")
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = envfloat("GPUFINOPS_OIDC_TIMEOUT", 10.0)
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's logout
+OIDC_OP_LOGOUT_URL_METHOD = "apps.accounts.oidc.provider_logout_url"
+OIDC_CREATE_USER = True
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?failed=company"
+GPUFINOPS_OIDC_CLOCK_SKEW_SECONDS = envint("GPUFINOPS_OIDC_CLOCK_SKEW_SECONDS", 30)
+GPUFINOPS_OIDC_USERNAME_CLAIM = envstr("GPUFINOPS_OIDC_USERNAME_CLAIM", "preferred_username")
+GPUFINOPS_OIDC_GROUPS_CLAIM = envstr("GPUFINOPS_OIDC_GROUPS_CLAIM", "groups")
+# Group -> team: a table (JSON object, e.g. {"ml-research": "research"}) and a pattern whose `team` group names
+# the team (default: gpufinops-team-<team>); groups giving the finance role and staff.
+GPUFINOPS_OIDC_GROUP_TEAMS: dict[str, str] = envjson("GPUFINOPS_OIDC_GROUP_TEAMS", {})
+GPUFINOPS_OIDC_TEAM_GROUP_PATTERN = envstr("GPUFINOPS_OIDC_TEAM_GROUP_PATTERN", r"gpufinops-team-(?P<team>.+)")
+GPUFINOPS_OIDC_FINANCE_GROUPS = envlist("GPUFINOPS_OIDC_FINANCE_GROUPS", ["gpufinops-finance"])
+GPUFINOPS_OIDC_STAFF_GROUPS = envlist("GPUFINOPS_OIDC_STAFF_GROUPS", ["gpufinops-admin"])
+# Local accounts (username and password, page and admin) for break-glass; off: only company sign-in (and API
+# tokens for tools).
+GPUFINOPS_LOCAL_SIGNIN = envbool("GPUFINOPS_LOCAL_SIGNIN", True)
+
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out username or address before checking
-    "django.contrib.auth.backends.ModelBackend",
-    "apps.accounts.backends.StaffReadBackend",  # staff read the product's tables in the admin
+    *(["django.contrib.auth.backends.ModelBackend"] if GPUFINOPS_LOCAL_SIGNIN else []),
+    *(["apps.accounts.oidc.IdentityProviderBackend"] if GPUFINOPS_OIDC_ISSUER else []),
+    "apps.accounts.backends.StaffReadBackend",  # staff read the product's tables in the admin (authenticates nobody)
 ]
 
 ROOT_URLCONF = "gpufinops.urls"
@@ -96,6 +127,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "apps.accounts.context_processors.signin",
             ],
             # After Django's builtins, so its `urlize` wins: the browsable API links no URL in tenant-written
             # names (apps/common/templatetags/nolinks.py).
@@ -163,7 +195,8 @@ CONTENT_SECURITY_POLICY = {
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": ["'self'"],
+        # Signing out posts here and continues at the identity provider's end-session page (apps/accounts/oidc.py).
+        "form-action": ["'self'", *([GPUFINOPS_OIDC_ISSUER] if GPUFINOPS_OIDC_ISSUER else [])],
     }
 }
 
@@ -240,6 +273,19 @@ GPUFINOPS_FOCUS_PROVIDER_NAME = envstr("GPUFINOPS_FOCUS_PROVIDER_NAME", "GPU Pla
 GPUFINOPS_FOCUS_BILLING_ACCOUNT_ID = envstr("GPUFINOPS_FOCUS_BILLING_ACCOUNT_ID", "gpu-fleet")
 GPUFINOPS_FOCUS_BILLING_ACCOUNT_NAME = envstr("GPUFINOPS_FOCUS_BILLING_ACCOUNT_NAME", "GPU fleet")
 GPUFINOPS_FOCUS_INVOICE_PREFIX = envstr("GPUFINOPS_FOCUS_INVOICE_PREFIX", "gpufinops")
+# The cloud bill (docs/billing.md). Which cost a billed figure uses: EffectiveCost (amortized commitments and
+# discounts: what the node really cost) or BilledCost (what the invoice says, commitments on their purchase rows).
+GPUFINOPS_BILL_COST = envstr("GPUFINOPS_BILL_COST", "EffectiveCost")  # checked: gpufinops.E005
+# The ledger's currency: bill lines in another are reported, not kept (no conversion).
+GPUFINOPS_BILL_CURRENCY = envstr("GPUFINOPS_BILL_CURRENCY", "USD")
+# GPU machine types (case-insensitive regex over a line's description, SKU details and resource name): how a GPU
+# node's charge that matches no node is told from the rest of the bill. AWS p/g families, Google a2/a3/a4/g2,
+# Azure N-series, Oracle GPU shapes.
+GPUFINOPS_BILL_GPU_MACHINES = envstr(
+    "GPUFINOPS_BILL_GPU_MACHINES",
+    r"\b(?:p[2-6][a-z0-9-]*|g[3-6][a-z0-9]*|gr6)\.[0-9a-z]+\b|\b(?:a[2-4]|g2)-(?:high|mega|ultra|edge|standard)"
+    r"[a-z]*-\d+g?\b|\bStandard_N[CDV]|\bN[CDV][0-9a-z_]* (?:v\d )?Series|\bGPU\b",
+)
 
 # ---- REST API ----
 REST_FRAMEWORK = {

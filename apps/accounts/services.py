@@ -15,6 +15,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
+from apps.accounts.identity import Roles
 from apps.accounts.models import ApiToken
 from apps.accounts.selectors import FINANCE_GROUP
 from apps.accounts.tokens import PREFIX_LENGTH, new_token, token_digest
@@ -114,4 +115,29 @@ def add_user(
         team.members.add(user)
     if finance:
         user.groups.add(Group.objects.get_or_create(name=FINANCE_GROUP)[0])
+    return user
+
+
+@transaction.atomic
+def sync_identity(username: str, *, email: str, roles: Roles) -> User:
+    """A person signed in through the identity provider: create them if new (no usable password: the provider
+    is their only way in), then make their teams, finance and staff roles exactly what the provider's groups
+    grant now; a group gone since the last sign-in takes its access with it."""
+    user_model = get_user_model()
+    lookup: dict[str, Any] = {user_model.USERNAME_FIELD: username}
+    user, created = user_model.objects.get_or_create(**lookup)
+    if created:
+        user.set_unusable_password()
+    user.email = email[:254] if email else user.email
+    user.is_staff = user.is_superuser = roles.staff
+    user.save()
+    teams = []
+    for name in sorted(roles.teams):
+        teams.append(Team.objects.get_or_create(name=name)[0])
+    user.teams.set(teams)
+    finance = Group.objects.get_or_create(name=FINANCE_GROUP)[0]
+    if roles.finance:
+        user.groups.add(finance)
+    else:
+        user.groups.remove(finance)
     return user

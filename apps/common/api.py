@@ -144,7 +144,8 @@ class FormatParamMixin(APIView):
 
     def finalize_response(self, request, response, *args, **kwargs):
         renderer = getattr(request, "accepted_renderer", None)
-        # Errors are always JSON, also when negotiation itself failed (no renderer chosen yet).
+        # No renderer yet means negotiation itself failed (an unknown ?format=): DRF would then force the view's
+        # first renderer, which for a file endpoint is CSV and prints the error as nothing.
         if response.status_code >= 400 and (renderer is None or renderer.format not in {"json", "api"}):
             request.accepted_renderer = DecimalJSONRenderer()
             request.accepted_media_type = DecimalJSONRenderer.media_type

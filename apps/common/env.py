@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 
@@ -50,6 +51,20 @@ def envlist(name: str, default: list[str]) -> list[str]:
     if raw is None or raw.strip() == "":
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def envjson(name: str, default: dict[str, str]) -> dict[str, str]:
+    """A JSON object of strings (e.g. a group -> team table)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return dict(default)
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a JSON object, got {raw[:80]!r}") from exc
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError(f"{name} must be a JSON object of strings")
+    return value
 
 
 def envsecret(name: str, default: str = "") -> str:

@@ -81,7 +81,7 @@ class NodeAdmin(admin.ModelAdmin):
         "name", "cluster", "node_group", "gpu_model", "physical_gpus", "sharing", "ready", "gone", "last_seen",
     ]
     list_filter = ["cluster", "gpu_model", "sharing", "ready", "unschedulable", "gone"]
-    search_fields = ["name"]
+    search_fields = ["name", "provider_id"]
     list_select_related = ["cluster", "node_group"]
 
     def has_add_permission(self, request) -> bool:

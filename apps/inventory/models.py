@@ -157,6 +157,8 @@ class Node(models.Model):
     ready = models.BooleanField(default=True)
     unschedulable = models.BooleanField(default=False)
     created = models.DateTimeField(null=True, blank=True)
+    # spec.providerID as last observed; the bill's ResourceId is matched against it (apps/billing/matching.py).
+    provider_id = models.CharField(max_length=1000, blank=True, default="")
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
     gone = models.BooleanField(default=False)

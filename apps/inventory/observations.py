@@ -30,6 +30,9 @@ class NodeInfo:
     unschedulable: bool
     created: datetime | None
     hami_register: str = ""  # annotation `hami.io/node-nvidia-register` as written ("" on a node HAMi does not run)
+    # spec.providerID (`aws:///us-east-2a/i-0fea…`, `gce://project/zone/name`, `azure:///subscriptions/…`): the
+    # cloud's name for the machine, which the bill's ResourceId is matched against (apps/billing/matching.py).
+    provider_id: str = ""
 
 
 @dataclass(frozen=True)

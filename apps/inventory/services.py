@@ -19,7 +19,8 @@ from apps.inventory.observations import ClusterSnapshot, NodeInfo
 from apps.inventory.teams import is_valid_team_name
 
 NODE_FIELDS = ["node_group", "gpu_model", "physical_gpus", "sharing", "labels", "capacity", "allocatable", "ready",
-               "unschedulable", "created", "last_seen", "gone", "dra_devices", "dra_held", "hami_gpus", "hami_shares"]
+               "unschedulable", "created", "provider_id", "last_seen", "gone", "dra_devices", "dra_held", "hami_gpus",
+               "hami_shares"]
 
 
 def _dra_device(d: DraDevice) -> dict[str, object]:
@@ -69,6 +70,7 @@ def nodes_sync(
         node.ready = info.ready
         node.unschedulable = info.unschedulable
         node.created = info.created
+        node.provider_id = info.provider_id
         node.last_seen = seen_at
         node.gone = False
         dra_node = dra.inventory.nodes.get(info.name) if dra is not None else None

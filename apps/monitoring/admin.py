@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.monitoring.models import CollectionRun
+from apps.monitoring.models import CollectionRun, PreflightRun
 
 
 @admin.register(CollectionRun)
@@ -19,4 +19,18 @@ class CollectionRunAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(PreflightRun)
+class PreflightRunAdmin(admin.ModelAdmin):
+    """Preflights (`check_cluster`), read-only: the table itself is the staff page /clusters/<name>/preflight/."""
+
+    list_display = ("cluster", "ran_at", "ok")
+    list_filter = ("ok", "cluster")
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
         return False

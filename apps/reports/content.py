@@ -26,9 +26,10 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.billing.selectors import BilledCosts, Reconciliation, bill_lines_between, billed_costs, reconciliation
 from apps.findings.selectors import TeamInfraLoss, infra_loss_by_team
 from apps.reports import focus, statement
-from apps.reports.periods import Period, PeriodState, comparison_periods, period_state
+from apps.reports.periods import MONTHLY, Period, PeriodState, comparison_periods, period_state
 from apps.reports.selectors import IdleItem, top_idle
 from apps.reports.statement import UNALLOCATED
 from apps.usage import money
@@ -117,6 +118,8 @@ class Gathered:
     idle: list[IdleItem]
     csv: bytes
     focus: bytes
+    billed: BilledCosts | None = None  # the billed basis, when a cloud bill covers the period
+    reconciled: Reconciliation | None = None  # a month's price card against its bill (fleet scope, with a bill)
 
 
 def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathered:
@@ -132,6 +135,7 @@ def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathe
     previous_reason = _not_comparable(previous, now)
     history = [p for p in comparison_periods(period) if _not_comparable(p, now) is None]
     idle_kind, idle = top_idle(start=period.start, end=period.end, visible_teams=visible, signal=signal)
+    billed = bool(bill_lines_between(period.start, period.end))
     return Gathered(
         state=period_state(period, now), current=current, previous_period=previous,
         previous=report(previous, ["team"]) if previous_reason is None else None, previous_reason=previous_reason,
@@ -142,6 +146,8 @@ def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathe
         csv=usage_csv(report(period, CSV_GROUPS).as_dict()),
         focus=focus.focus_csv(start=period.start, end=period.end, scope=focus.FocusScope(scope.teams),
                               granularity="day", signal=signal),
+        billed=billed_costs(start=period.start, end=period.end, visible_teams=visible) if billed else None,
+        reconciled=reconciliation(period.label) if billed and period.kind == MONTHLY and scope.fleet else None,
     )
 
 
@@ -185,6 +191,41 @@ def content_figures(period: Period, scope: Scope, signal: str, g: Gathered) -> d
         "top_idle": {"kind": g.idle_kind, "rows": statement.idle_json(g.idle)},
         "files": {"csv_sha256": hashlib.sha256(g.csv).hexdigest(), "focus_sha256": hashlib.sha256(g.focus).hexdigest(),
                   "csv_bytes": len(g.csv), "focus_bytes": len(g.focus)},
+        "billed": billed_json(g.billed, fleet) if g.billed is not None else None,
+        "reconciliation": reconciliation_json(g.reconciled) if g.reconciled is not None else None,
+    }
+
+
+def reconciliation_json(r: Reconciliation) -> dict[str, Any]:
+    """The month's reconciliation for the monthly e-mail (the same figures as /api/v1/reconciliation/, in cents)."""
+    return {
+        "basis": r.basis,
+        "clusters": [{"cluster": c.cluster, "price_card_cost": str(money.cents(c.price_card_cost)),
+                      "billed_cost": str(money.cents(c.billed_cost)), "variance": str(money.cents(c.variance)),
+                      "variance_share": c.variance_share, "nodes_without_bill": [n.node for n in c.nodes_without_bill]}
+                     for c in r.clusters],
+        "unmatched_lines": len(r.unmatched), "unmatched_cost": str(money.cents(r.unmatched_cost)),
+    }
+
+
+def billed_json(billed: BilledCosts, fleet: bool) -> dict[str, Any]:
+    """The period in the billed basis (docs/billing.md), apart from the price-card figures and named by its basis,
+    never mixed with them: per team its share of its nodes' bill and its unbilled GPU-hours, for finance the
+    unallocated share; printed in cents apportioned to the printed total (so the rows add up)."""
+    names = [t.team for t in billed.teams]
+    exact = [t.cost for t in billed.teams]
+    if fleet and billed.unallocated_cost is not None:
+        names.append(UNALLOCATED)
+        exact.append(billed.unallocated_cost)
+    printed = money.apportion(exact)
+    unbilled = {t.team: t.unbilled_gpu_hours for t in billed.teams}
+    return {
+        "basis": billed.basis, "bill_lines": billed.bill_lines,
+        "rows": [{"name": n, "cost": str(money.micro(e)), "cost_printed": str(p),
+                  "unbilled_gpu_hours": round(unbilled.get(n, 0.0), 6)} for n, e, p in zip(names, exact, printed,
+                                                                                         strict=True)],
+        "total": str(money.micro(sum(exact, money.ZERO))), "total_printed": str(sum(printed, money.ZERO)),
+        "unbilled_gpu_hours": round(billed.unbilled_gpu_hours, 6),
     }
 
 
@@ -196,6 +237,9 @@ def content_digest(figures: dict[str, Any], credited: bool) -> str:
                                         "unpriced_gpu_hours")} for r in figures["rows"]], "files": figures["files"]}
     if credited:  # credited infra loss changes what teams pay: a change of it restates the period
         own["infra_loss"] = {r["name"]: r["infra_loss_cost"] for r in figures["rows"]}
+    if figures.get("billed"):  # a bill imported (or replaced) for the period restates it in the billed basis
+        own["billed"] = {"basis": figures["billed"]["basis"],
+                         "rows": {r["name"]: r["cost"] for r in figures["billed"]["rows"]}}
     return hashlib.sha256(json.dumps(own, sort_keys=True).encode()).hexdigest()
 
 
@@ -219,7 +263,30 @@ def restatement(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     old_total = Decimal(old["total_row"]["cost_printed"])
     new_total = Decimal(new["total_row"]["cost_printed"])
     return {"rows": changes, "old_total": str(old_total), "new_total": str(new_total),
-            "delta_total": str(new_total - old_total)}
+            "delta_total": str(new_total - old_total), "billed": billed_restatement(old, new)}
+
+
+def billed_restatement(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | None:
+    """Per team, the printed billed cost before and after (None when neither edition had a bill): a bill imported
+    for a closed period shows here, team by team."""
+    ob, nb = old.get("billed"), new.get("billed")
+    if not ob and not nb:
+        return None
+    before = {r["name"]: Decimal(r["cost_printed"]) for r in (ob or {}).get("rows", [])}
+    after = {r["name"]: Decimal(r["cost_printed"]) for r in (nb or {}).get("rows", [])}
+    rows = []
+    for name in sorted(set(before) | set(after), key=lambda n: (n == UNALLOCATED, n)):
+        b, a = before.get(name), after.get(name)
+        if b != a:
+            rows.append({"name": name, "old_cost": None if b is None else str(b),
+                         "new_cost": None if a is None else str(a),
+                         "delta": str((a or money.ZERO) - (b or money.ZERO))})
+    old_total = Decimal(ob["total_printed"]) if ob else None
+    new_total = Decimal(nb["total_printed"]) if nb else None
+    return {"basis": (nb or ob or {}).get("basis"), "rows": rows,
+            "old_total": None if old_total is None else str(old_total),
+            "new_total": None if new_total is None else str(new_total),
+            "delta_total": str((new_total or money.ZERO) - (old_total or money.ZERO))}
 
 
 def links(period: Period, scope_key: str, version: int | None) -> dict[str, str]:

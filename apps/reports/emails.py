@@ -22,7 +22,7 @@ from django.utils.dateparse import parse_datetime
 
 from apps.reports import tokens
 from apps.reports.content import links
-from apps.reports.formats import gpuh, pct, signed_pct, signed_usd, usd
+from apps.reports.formats import gpuh, pct, ratio_pct, signed_pct, signed_usd, usd
 from apps.reports.models import ReportEdition, ReportSubscription
 from apps.reports.periods import parse_period
 
@@ -170,6 +170,43 @@ def text_restatement(f: dict[str, Any]) -> list[str]:
     return _align(rows, {1, 2})
 
 
+def text_billed(f: dict[str, Any]) -> list[str]:
+    """The period in the billed basis, team by team (docs/billing.md), or nothing without a bill."""
+    b = f.get("billed")
+    if not b:
+        return []
+    rows = [[r["name"], usd(r["cost_printed"]),
+             f"{gpuh(r['unbilled_gpu_hours'])} GPU-h not on the bill" if r["unbilled_gpu_hours"] else ""]
+            for r in b["rows"]]
+    rows.append(["Total", usd(b["total_printed"]), ""])
+    return _align(rows, {1})
+
+
+def text_reconciliation(f: dict[str, Any]) -> list[str]:
+    """The month's price card against its cloud bill, per cluster (monthly fleet editions with a bill)."""
+    r = f.get("reconciliation")
+    if not r:
+        return []
+    rows = [[c["cluster"], f"card {usd(c['price_card_cost'])}", f"bill {usd(c['billed_cost'])}",
+             f"variance {signed_usd(c['variance'])}",
+             f"({ratio_pct(c['variance_share'])})" if c["variance_share"] is not None else "",
+             f"{len(c['nodes_without_bill'])} GPU node(s) without bill line" if c["nodes_without_bill"] else ""]
+            for c in r["clusters"]]
+    return _align(rows, {1, 2, 3})
+
+
+def text_billed_restatement(f: dict[str, Any]) -> list[str]:
+    r = (f.get("restatement") or {}).get("billed")
+    if not r:
+        return []
+    def was(value: str | None) -> str:
+        return "none" if value is None else usd(value)
+
+    rows = [[c["name"], f"{was(c['old_cost'])} -> {was(c['new_cost'])}", signed_usd(c["delta"])] for c in r["rows"]]
+    rows.append(["Total", f"{was(r['old_total'])} -> {was(r['new_total'])}", signed_usd(r["delta_total"])])
+    return _align(rows, {1, 2})
+
+
 def context(edition: ReportEdition, subscription: ReportSubscription | None = None) -> dict[str, Any]:
     f = edition.figures
     start, end = _bounds(f)
@@ -184,7 +221,10 @@ def context(edition: ReportEdition, subscription: ReportSubscription | None = No
         "focus_megabytes": f"{len(edition.focus_bytes) / 1e6:.1f}",
         "links": links(period, edition.scope, edition.version), "text_table": text_table(f),
         "text_headline": text_headline(f), "text_movers": text_movers(f), "text_idle": text_idle(f),
-        "text_restatement": text_restatement(f), "noun": period.noun, "average_label": average_label(f),
+        "text_restatement": text_restatement(f), "text_billed": text_billed(f),
+        "text_billed_restatement": text_billed_restatement(f), "text_reconciliation": text_reconciliation(f),
+        "reconciliation": f.get("reconciliation"), "billed": f.get("billed"), "noun": period.noun,
+        "average_label": average_label(f),
         "restatement": f.get("restatement"), "unsubscribe_url": None,
         "coverage": f["coverage"], "scope_label": f["scope"]["label"], "fleet": f["scope"]["fleet"],
     }

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db.models import Count, Max, Min, Q
 
+from apps.billing.selectors import bill_stamp
 from apps.common.periods import (  # noqa: F401 (re-exported: the reports' periods are the rule's)
     KINDS,
     MONTHLY,
@@ -145,9 +146,11 @@ def period_state(period: Period, now: datetime) -> PeriodState:
 
 
 def ledger_stamp(period: Period) -> str:
-    """Changes whenever the ledger of the period does (every bucket write stamps `collected_at`)."""
+    """Changes whenever the ledger of the period does (every bucket write stamps `collected_at`), or its cloud bill
+    (apps.billing: an import for a closed period restates it in the billed basis)."""
     agg = Bucket.objects.filter(hour__gte=period.start, hour__lt=period.end).aggregate(
         latest=Max("collected_at"), n=Count("id"), ok=Count("id", filter=Q(status=Bucket.Status.OK)),
     )
     raw = f"{agg['latest'].isoformat() if agg['latest'] else ''}|{agg['n']}|{agg['ok']}"
-    return hashlib.sha256(raw.encode()).hexdigest()
+    bill = bill_stamp(period.start, period.end)  # "" without a bill: the stamps of bill-less periods stay as they were
+    return hashlib.sha256((raw + (f"|{bill}" if bill else "")).encode()).hexdigest()

@@ -49,17 +49,18 @@ def cents(value: StoredMoney) -> Decimal:
     return to_decimal(value).quantize(CENT, rounding=ROUND_HALF_EVEN)
 
 
-def apportion(values: Sequence[StoredMoney], total: StoredMoney = None) -> list[Decimal]:
-    """Round `values` to cents so that they add up exactly to `total` rounded to the cent.
+def apportion(values: Sequence[StoredMoney], total: StoredMoney = None, *, quantum: Decimal = CENT) -> list[Decimal]:
+    """Round `values` to cents (or `quantum`) so that they add up exactly to `total` rounded the same way.
 
     `total` defaults to the exact sum of `values`. Each value is floored to the cent, then the cents left
     over go to the largest remainders (ties to the earlier row), as invoices apportion. With every value
-    non-negative, each printed value is within one cent of the exact one.
+    non-negative, each printed value is within one cent of the exact one. (`quantum=MICRO` spreads a bill
+    line over node-hours at the ledger's precision, apps/billing.)
     """
     exact = [to_decimal(v) for v in values]
-    target = cents(sum(exact, ZERO) if total is None else total)
-    floors = [v.quantize(CENT, rounding=ROUND_FLOOR) for v in exact]
-    left = int((target - sum(floors, ZERO)) / CENT)
+    target = to_decimal(sum(exact, ZERO) if total is None else total).quantize(quantum, rounding=ROUND_HALF_EVEN)
+    floors = [v.quantize(quantum, rounding=ROUND_FLOOR) for v in exact]
+    left = int((target - sum(floors, ZERO)) / quantum)
     order = sorted(range(len(exact)), key=lambda i: (-(exact[i] - floors[i]), i))
     out = list(floors)
     if not order:
@@ -67,7 +68,7 @@ def apportion(values: Sequence[StoredMoney], total: StoredMoney = None) -> list[
     # |left| cents go round `order` (from the largest remainder; taken back from the smallest when negative):
     # every row gets `rounds` of them, the first `extra` rows one more. Arithmetic, not one step per cent:
     # inconsistent data (a total far from the rows' sum) must not cost a loop iteration per cent.
-    step = CENT if left >= 0 else -CENT
+    step = quantum if left >= 0 else -quantum
     rounds, extra = divmod(abs(left), len(order))
     ranked = order if left >= 0 else order[::-1]
     for position, i in enumerate(ranked):

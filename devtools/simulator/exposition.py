@@ -11,7 +11,20 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import dra
-from .model import DRIVER, MODELS, SEG, Controller, Node, Pod, Scenario, _uuid, parse_quantity, sanitize, to_ts
+from .model import (
+    DRIVER,
+    MODELS,
+    SEG,
+    Controller,
+    Node,
+    Pod,
+    Scenario,
+    _uuid,
+    parse_quantity,
+    provider_id,
+    sanitize,
+    to_ts,
+)
 
 # (metric, key in entity_values, help): dcgm-exporter's field names (etc/default-counters.csv, help texts too)
 DCGM_METRICS = [
@@ -470,7 +483,7 @@ def ksm_node_rows(sc: Scenario, n: Node, t: float):
             ("kubeproxy_version", f"v1.{dra.kubernetes_minor(sc)}.4"),
             ("os_image", "Amazon Linux 2023"),
             ("pod_cidr", "10.244.0.0/24"),
-            ("provider_id", f"sim://{sc.cluster_name}/{n.name}"),
+            ("provider_id", provider_id(sc.cluster_name, n.name)),
             ("system_uuid", n.uid),
         ],
         1.0,

@@ -164,6 +164,13 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def provider_id(cluster_name: str, node_name: str) -> str:
+    """A node's `spec.providerID`. The simulated cluster is an EKS-like one (Amazon Linux, EKS node labels), so an
+    AWS instance id derived from the names: stable across runs, and what the demo's cloud bill
+    (devtools/simulator/bill.py) names as ResourceId."""
+    return f"aws:///us-east-1a/i-{hashlib.sha256(f'{cluster_name}/{node_name}'.encode()).hexdigest()[:17]}"
+
+
 def to_ts(at) -> float:
     if isinstance(at, (int, float)):
         return float(at)

@@ -15,6 +15,7 @@ from .model import (
     iso,
     owner_uid,
     parse_quantity,
+    provider_id,
     to_ts,
 )
 
@@ -63,7 +64,7 @@ def _meta(
 # ------------------------------------------------------------------------------ nodes
 def node_obj(sc: Scenario, n: Node, t: float) -> dict:
     unsched = n.unschedulable(t)
-    spec = {"providerID": f"sim://{sc.cluster_name}/{n.name}", "podCIDR": "10.244.0.0/24"}
+    spec = {"providerID": provider_id(sc.cluster_name, n.name), "podCIDR": "10.244.0.0/24"}
     taints = []
     if n.gpus:
         taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})

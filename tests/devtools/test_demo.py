@@ -39,6 +39,16 @@ def test_it_collects_a_day_through_the_production_path(demo_run):
     assert "0 failed" in demo_run and "Prometheus queries" in demo_run
     assert get_user_model().objects.filter(username="demo", is_staff=True).exists()
     assert "as demo / " in demo_run
+    # The finance pages have something to show: the cloud bill matched to the nodes, and weekly budgets.
+    from apps.billing.selectors import reconciliation
+    from apps.budgets.models import Budget
+
+    month = reconciliation(f"{Bucket.objects.filter(cluster=cluster).latest('hour').hour:%Y-%m}")
+    (sim,) = month.clusters
+    assert sim.billed_cost > 0 and sim.price_card_cost > 0
+    assert [n.node for n in sim.nodes_without_bill] == ["l4-noplugin-0"]
+    assert [u.resource_id for u in month.unmatched] == ["i-0ffffffffffffffff"]
+    assert Budget.objects.filter(period="weekly").count() >= 3 and "(/budgets/)" in demo_run
 
 
 def test_it_refuses_a_period_shorter_than_a_day_or_an_unknown_scenario():

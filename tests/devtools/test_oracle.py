@@ -12,6 +12,7 @@ from devtools.simulator.exposition import dcgm_samples
 from devtools.simulator.objects import k8s_objects
 from devtools.simulator.scenarios import build_scenario
 from tests.devtools.conftest import END
+from tests.harness import cache
 from tests.oracle import (
     HARDWARE_XIDS,
     expected_findings,
@@ -23,10 +24,16 @@ from tests.oracle import (
     expected_workload,
 )
 
+# The oracle's answers over the demo are pure functions of the simulator's and the oracle's code (the demo is built
+# from fixed arguments): cached on disk by content (tests/harness/cache.py).
+ORACLE_SOURCES = cache.source_files("devtools/simulator", "tests/oracle")
+DEMO_ARGS = ["demo", "seed=0", END.isoformat()]
+
 
 @pytest.fixture(scope="module")
 def ledger(demo):
-    return expected_ledger(demo, demo.start, demo.end)
+    return cache.pickled("oracle-ledger", lambda: expected_ledger(demo, demo.start, demo.end), parts=DEMO_ARGS,
+                         files=ORACLE_SOURCES)
 
 
 def test_it_keeps_the_ledger_identities(ledger, demo):
@@ -145,6 +152,7 @@ def test_it_is_deterministic_from_the_seed():
     assert dcgm_samples(a, t) != dcgm_samples(c, t)
 
 
+@pytest.mark.slow
 def test_it_builds_the_large_scenario_with_ten_thousand_gpus():
     sc = build_scenario("large", seed=0, end=END)
     assert len(sc.nodes) == 1250 and sum(n.gpus for n in sc.nodes) == 10000
@@ -196,7 +204,8 @@ def test_its_usage_by_workload_adds_up_to_the_teams(demo):
 
 @pytest.fixture(scope="module")
 def findings(demo):
-    return expected_findings(demo, demo.start, demo.end)
+    return cache.pickled("oracle-findings", lambda: expected_findings(demo, demo.start, demo.end), parts=DEMO_ARGS,
+                         files=ORACLE_SOURCES)
 
 
 def _hours(demo, f):

@@ -14,6 +14,8 @@ import pytest
 from devtools.simulator.exposition import dcgm_rows, tsdb_ksm_rows
 from devtools.simulator.prometheus_api import SimulatedTSDB, start_prometheus
 from devtools.simulator.promql import Evaluator, ListStorage
+from tests.devtools.conftest import END
+from tests.harness import cache
 
 STEP = 60
 HOURS = 2
@@ -32,7 +34,14 @@ def window(demo, request):
 
 @pytest.fixture(scope="module")
 def reference(demo, window):
-    """Every sample of every series on the scrape grid, stored one by one."""
+    """Every sample of every series on the scrape grid, stored one by one: a pure function of the demo's fixed
+    arguments, the window and the simulator's code, so cached on disk by content (tests/harness/cache.py)."""
+    return cache.pickled("promql-reference", lambda: _reference(demo, window),
+                         parts=["demo", "seed=0", END.isoformat(), repr(window), str(STEP)],
+                         files=cache.source_files("devtools/simulator"))
+
+
+def _reference(demo, window) -> Evaluator:
     since, until = window
     storage = ListStorage()
     t = since

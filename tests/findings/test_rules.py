@@ -345,10 +345,10 @@ def test_unhealthy_throttle_detail_and_an_unpriced_node_without_holders():
 
 
 def test_unhealthy_holders_are_on_the_gpus_own_node_and_the_top_one_names_the_finding():
-    # GPU-1 on n1 is held by a (0.5 GPU-hours, team x) and b (1.5, team y); c on n2 has a series naming a GPU-1
-    # too (another node's GPU with the same name in this table): not a holder.
+    # GPU-1 on n1 is held by a (0.5 GPU-hours, team x) and b (1.5, team y); c on n2 holds another GPU (GPU-2):
+    # not a holder. GPUs are keyed by UUID alone (an exporter's Hostname may be its own pod name; issue 25).
     pods = [pod("a", team="x", allocated=0.5), pod("b", team="y", allocated=1.5), pod("c", team="z", node="n2")]
-    facts = [series("p-a", "GPU-1"), series("p-b", "GPU-1"), series("p-c", "GPU-1")]
+    facts = [series("p-a", "GPU-1"), series("p-b", "GPU-1"), series("p-c", "GPU-2")]
     [found] = rules.unhealthy([DeviceHealth("n1", "GPU-1", ecc_dbe=1.0)], [], [], pods, facts,
                               nodes(node(), node("n2")), HOUR, P)
     assert [h["pod"] for h in found.detail["holders"]] == ["p-a", "p-b"]
@@ -482,9 +482,15 @@ def test_missing_signal_figures_are_the_unmeasured_hours():
     assert found == HourFinding(
         kind=Kind.MISSING_SIGNAL, subject="sm_active", gpu_hours=D("1.5"), cost=D("2"), unpriced_gpu_hours=D("0.5"),
         allocated_gpu_hours=D("1.75"), allocated_cost=D("2"),
-        detail={"signal": "sm_active", "metric": "DCGM_FI_PROF_SM_ACTIVE", "reason":
-                "DCGM series without DCGM_FI_PROF_SM_ACTIVE", "fix": "dcp-metrics-included.csv"},
+        detail=found.detail,
     )
+    # The fix is the metrics-list line to add (stock lists leave SM_ACTIVE out; issue 25), not a stock file.
+    line = "DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has at least 1 warp assigned (0 to 1)."
+    assert {k: found.detail[k] for k in ("signal", "metric", "reason", "line")} == {
+        "signal": "sm_active", "metric": "DCGM_FI_PROF_SM_ACTIVE",
+        "reason": "DCGM series without DCGM_FI_PROF_SM_ACTIVE", "line": line}
+    assert line in found.detail["fix"] and "customMetrics" in found.detail["fix"]
+    assert "dcp-metrics-included.csv" not in found.detail["fix"]
     [none] = rules.missing_signal(pods, 0, set(), "sm_active", "DCGM_FI_PROF_SM_ACTIVE")
     assert none.detail["fix"] == "deploy dcgm-exporter with pod labels"
 

@@ -179,6 +179,7 @@ def pages() -> list[str]:
     return pages
 
 
+@pytest.mark.services  # the simulator's Kubernetes API over HTTP, loopback Prometheus and webhook listeners
 @pytest.mark.django_db
 def test_no_secret_anywhere_after_failures_of_every_kind(kube, settings, log_lines):
     users = people()

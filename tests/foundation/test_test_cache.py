@@ -44,3 +44,24 @@ def test_the_cache_can_be_turned_off(monkeypatch):
     assert cache.migrated_sqlite_entry() is None
     monkeypatch.setenv("GPUFINOPS_TEST_CACHE", "1")
     assert cache.enabled()
+
+
+def test_a_pure_result_is_built_once_per_content(tmp_path, settings, monkeypatch):
+    monkeypatch.setenv("GPUFINOPS_TEST_CACHE", "1")
+    settings.VAR_DIR = tmp_path / "var"
+    source = tmp_path / "model.py"
+    source.write_text("v1")
+    builds: list[int] = []
+
+    def build() -> dict:
+        builds.append(1)
+        return {"answer": len(builds)}
+
+    assert cache.pickled("oracle", build, parts=["demo"], files=[source]) == {"answer": 1}
+    assert cache.pickled("oracle", build, parts=["demo"], files=[source]) == {"answer": 1}  # read back, not built
+    assert cache.pickled("oracle", build, parts=["tiny"], files=[source]) == {"answer": 2}  # other arguments
+    source.write_text("v2")
+    assert cache.pickled("oracle", build, parts=["demo"], files=[source]) == {"answer": 3}  # the code changed
+    monkeypatch.setenv("GPUFINOPS_TEST_CACHE", "0")
+    assert cache.pickled("oracle", build, parts=["demo"], files=[source]) == {"answer": 4}  # off: always built
+    assert len(list((tmp_path / "var" / "test-cache").glob("oracle-*.pickle"))) == 3

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import sqlite3
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def enabled() -> bool:
@@ -80,3 +84,34 @@ def migrated_sqlite_entry() -> Path | None:
     if not enabled() or settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         return None
     return cache_dir() / f"migrated-{migrations_key()[:32]}.sqlite3"
+
+
+# ---- Pure results (oracle answers over a scenario) ----
+
+
+def source_files(*folders: str) -> list[Path]:
+    """Every Python file under the repository folders named (what a pure result is computed by)."""
+    root = Path(__file__).resolve().parents[2]
+    return [path for folder in folders for path in sorted((root / folder).rglob("*.py"))]
+
+
+def pickled(name: str, build: Callable[[], T], *, parts: Iterable[str], files: Iterable[Path]) -> T:
+    """`build()`, or the result a previous session pickled for the same `parts` and source `files` (a pure function
+    of them: an oracle's answer over a scenario built from fixed arguments). Off with the cache: always built."""
+    if not enabled():
+        return build()
+    entry = cache_dir() / f"{name}-{content_key(name, *parts, files=files)[:32]}.pickle"
+    if entry.exists():
+        with entry.open("rb") as handle:
+            loaded: T = pickle.load(handle)
+        return loaded
+    value = build()
+    handle_fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=entry.name, suffix=".tmp")
+    try:
+        with os.fdopen(handle_fd, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, entry)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return value

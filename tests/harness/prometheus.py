@@ -61,7 +61,19 @@ class PrometheusServer:
         return self.process is not None and self.process.poll() is None
 
     def backfill(self, openmetrics_path: Path) -> None:
-        """Turn an OpenMetrics file into TSDB blocks in the data dir (while stopped; the next start loads them)."""
+        """Turn an OpenMetrics file into TSDB blocks in the data dir (while stopped; the next start loads them).
+
+        The blocks promtool makes of one file are cached by content (tests/harness/cache.py: the file's bytes and
+        the promtool binary), so the same history is backfilled once and copied afterwards."""
+        entry = _blocks_entry(openmetrics_path, self.promtool)
+        if entry is not None and entry.is_dir():
+            shutil.copytree(entry, self.data_dir, dirs_exist_ok=True)
+            return
+        self._promtool_backfill(openmetrics_path)
+        if entry is not None:
+            _store_blocks(self.data_dir, entry)
+
+    def _promtool_backfill(self, openmetrics_path: Path) -> None:
         result = subprocess.run(
             [self.promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics_path), str(self.data_dir)],
             capture_output=True,
@@ -170,6 +182,31 @@ class PrometheusServer:
         if body.get("status") != "success":
             raise PrometheusError(f"GET {path}: {body}")
         return body
+
+
+def _blocks_entry(openmetrics_path: Path, promtool: str) -> Path | None:
+    """Where the blocks of this OpenMetrics file are cached; None when the cache is off."""
+    from tests.harness import cache
+
+    if not cache.enabled():
+        return None
+    binary = Path(shutil.which(promtool) or promtool)
+    stat = binary.stat() if binary.exists() else None
+    version = f"{binary}:{stat.st_size}:{stat.st_mtime_ns}" if stat else str(binary)
+    key = cache.content_key("promtool", version, files=[openmetrics_path])
+    return cache.cache_dir() / f"prometheus-blocks-{key[:32]}"
+
+
+def _store_blocks(data_dir: Path, entry: Path) -> None:
+    """Copy freshly backfilled blocks into the cache under a temporary name, then rename (whole or not at all)."""
+    temporary = Path(tempfile.mkdtemp(dir=entry.parent, prefix=entry.name + ".tmp"))
+    try:
+        shutil.copytree(data_dir, temporary, dirs_exist_ok=True)
+        temporary.rename(entry)
+    except OSError:
+        pass  # another session stored the same blocks first (or the disk refused): the next run backfills again
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 def start_prometheus(openmetrics_path: Path | None, *, retention: str = "3650d", port: int | None = None,

@@ -17,6 +17,7 @@ from devtools.simulator.k8s_api import start_server
 from devtools.simulator.prometheus_api import start_prometheus
 from devtools.simulator.scenarios import build_scenario
 from tests.devtools.conftest import END
+from tests.ingest.conftest import sim_world  # noqa: F401 (the session's simulated world, real Prometheus)
 
 pytestmark = pytest.mark.django_db
 DAYS = 1
@@ -29,7 +30,8 @@ def world(tmp_path, monkeypatch):
     started = []
 
     def make(name: str, **scenario_attributes):  # type: ignore[no-untyped-def]
-        scenario = build_scenario(name, seed=0, end=END, days=DAYS)
+        plain = {"with_dra": False} if name == "demo" else {}  # the demo's own cases, as its variants are
+        scenario = build_scenario(name, seed=0, end=END, days=DAYS, **plain)
         for key, value in scenario_attributes.items():
             setattr(scenario, key, value)
         kube, prom = start_server(scenario), start_prometheus(scenario, step=60)
@@ -158,3 +160,35 @@ def test_add_cluster_prints_the_preflight_and_the_staff_page_shows_the_last_resu
     body = page.content.decode()
     assert "signal sm_active" in body and "customMetrics" in body and "fail" in body
     assert client.get("/clusters/nope/preflight/").status_code == 404
+
+
+def test_dra_attribution_is_checked_where_dra_gpus_are_published(world):
+    cluster, at, _prom = world("mixed")
+    _code, output = check_cluster(cluster, at)
+    table = rows(output)
+    assert table["dra attribution"][0] == "PASS", output
+    assert table["rbac: list resourceclaims (resource.k8s.io)"][0] == "PASS"
+    assert "v1" in table["resource.k8s.io"][1]
+    cluster, at, _prom = world("mixed-noattr")
+    code, output = check_cluster(cluster, at)
+    status, text = rows(output)["dra attribution"]
+    assert code == 1 and status == "FAIL", output
+    assert "0 series naming a claim" in text and "kubernetesDRA.enabled=true" in text
+
+
+@pytest.mark.services
+def test_the_healthy_demo_passes_against_a_real_prometheus(sim_world):  # noqa: F811
+    """The same table from a real Prometheus (promtool-backfilled with the demo's history): its status endpoints,
+    retention flag and PromQL answers as the preflight reads them."""
+    from tests.ingest.conftest import make_cluster
+
+    cluster = make_cluster(sim_world, name="preflight-real")
+    sim_world.server.set_time(sim_world.end - timedelta(minutes=2))
+    try:
+        code, output = check_cluster(cluster, sim_world.end - timedelta(minutes=2))
+    finally:
+        sim_world.server.set_time(sim_world.end)  # as the session's other tests expect it
+    table = rows(output)
+    assert code == 0 and {status for status, _ in table.values()} == {"PASS"}, output
+    assert "Prometheus 2." in table["prometheus reachable"][1] or "Prometheus 3." in table["prometheus reachable"][1]
+    assert table["retention"][1].strip() != "not reported"

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from django.utils import timezone
 
+from apps.budgets.selectors import budget_statuses
 from apps.dashboard import charts
 from apps.dashboard.scope import SIGNAL_NAMES, Scope
 from apps.dashboard.selectors.history import History, change_vs_history, history
@@ -29,6 +31,18 @@ from apps.usage.figures import Unit, UsageFigures
 from apps.usage.selectors import TooLarge, UsageReport, clusters_missing_signal, pod_workloads
 
 TOP = 5
+BUDGET_COLUMNS = [
+    Column("team", "Team", "text", "team"),
+    Column("scope", "Scope", "text"),
+    Column("label", "Period", "text"),
+    Column("amount", "Budget (USD)", "usd"),
+    Column("actual", "Spent (USD)", "usd", "cost"),
+    Column("used_share", "Used", "ratio"),
+    Column("expected", "Forecast (USD)", "usd"),
+    Column("range", "Forecast range, 90 % (USD)", "text"),
+    Column("crossed", "Thresholds crossed", "text"),
+]
+
 TEAM_COLUMNS = [
     Column("team", "Team", "text", "team"),
     Column("cost", "Cost (USD)", "usd", "cost"),
@@ -150,6 +164,22 @@ def _over_time(scope: Scope, totals: dict[str, Any], who: str) -> list[Block]:
     ]
 
 
+def budget_rows(scope: Scope) -> list[dict[str, Any]]:
+    """The current period of each budget of the teams in scope (the viewer's, or the `team` filter's)."""
+    rows = []
+    teams = scope.filters.get("team", ())
+    for b in budget_statuses(now=timezone.now(), visible_teams=scope.visible_teams, teams=teams):
+        f = b.forecast
+        crossed = [f"{t} % spent" for t in b.crossed("actual")] + [
+            f"{t} % forecast" for t in b.crossed("forecast") if t not in b.crossed("actual")]
+        rows.append({"team": b.team, "scope": " ".join(p for p in (b.cluster, b.namespace) if p) or "all",
+                     "label": b.label, "amount": b.amount, "actual": b.actual, "used_share": b.used_share,
+                     "expected": f.expected if f.history_days else None,
+                     "range": f"{f.low:,.2f} – {f.high:,.2f}" if f.history_days else "no history yet",
+                     "crossed": ", ".join(crossed) or "none"})
+    return rows
+
+
 def overview_page(scope: Scope) -> dict[str, Any]:
     """View 1: what the teams in scope spent, how much of it worked, vs the previous period and the average."""
     by_team = report(scope, ["team"])
@@ -174,6 +204,12 @@ def overview_page(scope: Scope) -> dict[str, Any]:
     if len(teams) > 1 or scope.sees_all:
         blocks.append(Block("teams", f"{len(teams)} teams", TEAM_COLUMNS, teams, totals={**totals, "team": "Total"},
                             open=True, term="team", empty=empty_text(scope, "teams")))
+    budgets = budget_rows(scope)
+    if budgets:
+        blocks.append(Block(
+            "budgets", f"{len(budgets)} budget{'s' if len(budgets) != 1 else ''} this period", BUDGET_COLUMNS, budgets,
+            open=True, note="Spent so far on the price card, and the forecast end-of-period spend (run rate with the "
+                            "weekly pattern) with its 90 % range: /budgets/ and docs/budgets.md."))
     blocks.append(Block(
         "idle-now", f"{idle_count:,} pods hold idle GPUs right now" if idle_count else "No pod holds idle GPUs now",
         IDLE_COLUMNS, idle_rows, open=True, term="idle-allocation",

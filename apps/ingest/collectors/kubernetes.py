@@ -86,6 +86,7 @@ def _to_node(n: dict[str, Any]) -> NodeInfo:
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         created=_time(meta.get("creationTimestamp")),
+        provider_id=str(spec.get("providerID") or "")[:1000],
         hami_register=str((meta.get("annotations") or {}).get(REGISTER_ANNOTATION) or ""),
     )
 

@@ -16,7 +16,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-LEAD, FINANCE, TEAM = "screenshot-lead", "screenshot-finance", "research"
+LEAD, FINANCE, STAFF, TEAM = "screenshot-lead", "screenshot-finance", "screenshot-staff", "research"
+# The staff preflight page shows a degraded cluster: the demo with dcgm-exporter's stock counters list.
+PREFLIGHT_SCENARIO = "demo-stock-counters"
 # (file, who, path): every page, as the person it is for.
 PAGES = [
     ("sign-in", None, "/accounts/login/"),
@@ -36,6 +38,7 @@ PAGES = [
     ("finance-data-status", FINANCE, "/data-status/"),
     ("finance-reports", FINANCE, "/reports/"),
     ("glossary", FINANCE, "/glossary/"),
+    ("staff-preflight", STAFF, f"/clusters/sim-{PREFLIGHT_SCENARIO}/preflight/"),
 ]
 
 
@@ -61,6 +64,8 @@ class Command(BaseCommand):
         if opts["seed"] or not Cluster.objects.filter(name="sim-demo").exists():
             call_command("demo", stdout=self.stdout)
         cookies = self._users()
+        if not opts["only"] or "staff-preflight" in opts["only"]:
+            self._preflight()
         out = Path(opts["out"])
         out.mkdir(parents=True, exist_ok=True)
         server = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)  # finds static files as runserver
@@ -107,11 +112,40 @@ class Command(BaseCommand):
         finance = users.objects.get_or_create(username=FINANCE)[0]
         finance.groups.add(Group.objects.get_or_create(name=FINANCE_GROUP)[0])
         cookies = {}
-        for user in (lead, finance):
+        staff = users.objects.get_or_create(username=STAFF, defaults={"is_staff": True})[0]
+        for user in (lead, finance, staff):
             client = Client()
             client.force_login(user)
             cookies[user.username] = client.cookies[settings.SESSION_COOKIE_NAME].value
         return cookies
+
+    def _preflight(self) -> None:
+        """Preflight the simulated degraded cluster (its Kubernetes API and Prometheus served on loopback for
+        the run), so the staff page has a result to show."""
+        from datetime import UTC, datetime, timedelta
+
+        from apps.ingest.preflight import run_preflight
+        from apps.inventory.models import Cluster
+        from devtools.simulator.k8s_api import start_server
+        from devtools.simulator.model import floor_hour
+        from devtools.simulator.prometheus_api import start_prometheus
+        from devtools.simulator.scenarios import build_scenario
+
+        end = floor_hour(datetime.now(UTC))
+        scenario = build_scenario(PREFLIGHT_SCENARIO, end=end, days=1)
+        kube, prom = start_server(scenario), start_prometheus(scenario, step=60)
+        try:
+            at = end - timedelta(minutes=1)
+            kube.set_time(at.timestamp())
+            kubeconfig = kube.write_kubeconfig(Path(settings.VAR_DIR) / "screenshot-preflight.kubeconfig")
+            cluster = Cluster.objects.update_or_create(
+                name=scenario.cluster_name, defaults={"kubeconfig_path": str(kubeconfig)})[0]
+            cluster.set_prometheus_url(prom.url)
+            cluster.save()
+            run_preflight(cluster, at=at)
+        finally:
+            kube.stop()
+            prom.stop()
 
     def _top_workload(self, browser, base: str) -> str:  # type: ignore[no-untyped-def]
         """The first workload of the lead's workloads page (the largest idle cost)."""

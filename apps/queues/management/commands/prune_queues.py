@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
-
-from apps.common.retention import FULL_RESOLUTION_DAYS
+from apps.common.commands import PruneCommand
 from apps.queues.services import prune_queue_history
 
 
-class Command(BaseCommand):
+class Command(PruneCommand):
     help = "Thin Kueue queue snapshots older than N days to the last one per hour."
+    thinned = "queue collections"
 
-    def add_arguments(self, parser):
-        parser.add_argument("--keep-days", type=int, default=FULL_RESOLUTION_DAYS)
-
-    def handle(self, *args, keep_days: int, **options):
-        if keep_days < 1:
-            raise CommandError("--keep-days must be at least 1")
-        deleted = prune_queue_history(keep_days=keep_days)
-        self.stdout.write(f"thinned {deleted} queue collections")
+    def prune(self, keep_days: int) -> int:
+        return prune_queue_history(keep_days=keep_days)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class BudgetsConfig(AppConfig):
+    name = "apps.budgets"
+    label = "budgets"
+    verbose_name = "Budgets"
