@@ -354,3 +354,27 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
+    items[:] = _world_users_together(items)
+
+
+def _world_users_together(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Within each module, the tests of one shared world side by side (in the order the world first appears, each
+    test's order otherwise kept), so a world is built once per module, not again after every test without it.
+    (pytest-django's stable sort into db, transactional and other tests runs after this and keeps it.)"""
+    out: list[pytest.Item] = []
+    run: list[pytest.Item] = []
+    for item in [*items, None]:
+        if run and (item is None or item.path != run[0].path):
+            first: dict[str, int] = {}
+            for test in run:
+                first.setdefault(_world_of(test), len(first))
+            keep = run[0].get_closest_marker("keep_order") is not None
+            out += run if keep else sorted(run, key=lambda test: first[_world_of(test)])
+            run = []
+        if item is not None:
+            run.append(item)
+    return out
+
+
+def _world_of(item: pytest.Item) -> str:
+    return min(WORLD_FIXTURES.intersection(getattr(item, "fixturenames", ())), default="")

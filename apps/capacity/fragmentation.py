@@ -13,17 +13,54 @@ equivalents (a whole GPU 1, a MIG instance N/7, a time-sliced replica 1/R, as th
 them); its block numbers count whole `nvidia.com/gpu` devices, the only unit a multi-GPU pod can
 combine. Each row also carries `units`: the same numbers per device resource in that resource's
 own unit (whole GPUs, time-sliced/MPS replicas, or instances of one MIG profile).
+
+Nodes whose GPUs DRA claims or HAMi fractions hand out advertise no device-plugin unit (they are never
+zero-allocatable) and are counted per physical GPU by the GPU rules (`NodeGpus`):
+
+* a DRA node from its ResourceSlices: published minus held devices (`gpus.dra.capacity`, `free_devices`): a
+  GPU with any MIG device held is not a free whole GPU. Its units: `gpu.nvidia.com` (whole GPUs, the
+  DeviceClass) and `mig.nvidia.com/<profile>` (MIG devices), in devices;
+* a HAMi node from its register and its tenants' shares (`gpus.hami.capacity`): a GPU with any tenant shows
+  its free fraction and is not free for a whole-GPU job. Its unit: `nvidia.com/gpu` as GPUs (`fraction`).
+
+Their free whole GPUs join the block numbers like any node's.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from apps.capacity.constants import SHAPES
 from apps.inventory import gpus
-from apps.inventory.observations import NodeInfo, PodInfo
+from apps.inventory.gpus import dra, hami
+from apps.inventory.gpus.holds import node_gpus, node_mode
+from apps.inventory.observations import DraObjects, NodeInfo, PodInfo
+
+# The units of a DRA node (its GPU driver's DeviceClasses: whole GPUs, MIG devices of a profile).
+DRA_WHOLE_RESOURCE = "gpu.nvidia.com"
+DRA_MIG_RESOURCE_PREFIX = "mig.nvidia.com/"
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """A DRA or HAMi node's GPUs in physical-GPU equivalents, counted per physical GPU (not per unit)."""
+
+    allocatable: float
+    allocated: float
+    free: float  # on a schedulable node; 0 otherwise
+
+
+@dataclass(frozen=True)
+class Accelerators:
+    """What fragmentation needs to count GPUs DRA claims and HAMi fractions hand out, as the snapshot's hand-out
+    (`apps.inventory.handout`) read them: the DRA objects, HAMi nodes' registers, and per HAMi node its GPUs'
+    running tenants' shares added up."""
+
+    dra: DraObjects | None = None
+    registers: Mapping[str, hami.Register] = field(default_factory=dict)
+    hami_shares: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -44,6 +81,11 @@ class NodeSlots:
     zero_allocatable: bool
     share: float = 1.0  # physical-GPU equivalent of one unit
     labels: dict[str, str] = field(default_factory=dict, compare=False)
+    # Its free units are whole GPUs a multi-GPU pod can combine (the block numbers count them).
+    whole: bool = False
+    # DRA and HAMi nodes: the node's equivalents (the same on each of its slots); None: the sum of its units.
+    node_gpus: NodeGpus | None = field(default=None, compare=False)
+    mode: str = gpus.AllocationMode.DEVICE_PLUGIN  # how the node hands its GPUs out (gpus.holds.node_mode)
 
     @property
     def free(self) -> int:
@@ -128,13 +170,17 @@ def holds_devices(pod: PodInfo) -> bool:
     return bool(pod.node) and pod.phase not in TERMINAL_PHASES
 
 
-def node_slots(nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]) -> list[NodeSlots]:
+def node_slots(nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str],
+               accelerators: Accelerators | None = None) -> list[NodeSlots]:
     """Each GPU node's allocatable, allocated and schedulability per device resource.
 
     A node is reported for each device resource it advertises a non-zero capacity or allocatable
     of. A GPU node that advertises none (device plugin not registered) gets one row for its first
     listed resource, else `nvidia.com/gpu`, with zero allocatable, so it is still counted and named.
+    A node a DRA driver publishes GPUs of, or HAMi registered GPUs on, is counted from those instead
+    (`accelerator_slots`).
     """
+    acc = accelerators or Accelerators()
     allocated: dict[tuple[str, str], int] = defaultdict(int)
     for pod in pods:
         if holds_devices(pod):
@@ -142,6 +188,10 @@ def node_slots(nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels:
                 allocated[(pod.node, resource)] += amount
     slots: list[NodeSlots] = []
     for node in nodes:
+        special = accelerator_slots(node, group_labels, acc)
+        if special is not None:
+            slots.extend(special)
+            continue
         listed = sorted(r for r in {*node.capacity, *node.allocatable} if gpus.is_device_resource(r))
         resources = [r for r in listed if gpus.to_count(node.capacity.get(r)) or gpus.to_count(node.allocatable.get(r))]
         if not resources:
@@ -165,9 +215,56 @@ def node_slots(nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels:
                     zero_allocatable=zero,
                     share=gpu.unit_share(resource) or 0.0,
                     labels=node.labels,
+                    whole=resource == gpus.NVIDIA_GPU and gpu.unit_kind(resource) == gpus.UNIT_GPU,
+                    mode=node_mode(gpu.sharing),
                 )
             )
     return slots
+
+
+# ---- Nodes whose GPUs DRA claims or HAMi fractions hand out ----
+
+
+def accelerator_slots(node: NodeInfo, group_labels: Sequence[str], acc: Accelerators) -> list[NodeSlots] | None:
+    """A DRA node's or a HAMi node's slots (None for any other node): equivalents per physical GPU, whole-GPU
+    blocks from the GPUs nothing of which is held; never zero-allocatable."""
+    dra_node = acc.dra.inventory.nodes.get(node.name) if acc.dra is not None else None
+    register = acc.registers.get(node.name)
+    gpu = node_gpus(node.labels, node.capacity or node.allocatable, dra_node=dra_node, register=register)
+    if gpu.sharing not in gpus.NOT_DEVICE_PLUGIN:
+        return None
+    group = gpus.node_group(node.labels, gpu.gpu_model, group_labels)
+    ready = node.ready and not node.unschedulable
+
+    def slot(resource: str, unit: str, allocatable: int, allocated: int, share: float, figures: NodeGpus,
+             mode: str, whole: bool) -> NodeSlots:
+        return NodeSlots(node=node.name, node_group=group, gpu_model=gpu.gpu_model, resource=resource, unit=unit,
+                         physical_gpus=gpu.physical_gpus, allocatable=allocatable, allocated=allocated,
+                         schedulable=ready and allocatable > 0, zero_allocatable=False, share=share,
+                         labels=node.labels, whole=whole, node_gpus=figures, mode=mode)
+
+    if gpu.sharing == gpus.DRA_CLAIMS and dra_node is not None:
+        names = acc.dra.held.get(node.name, frozenset()) if acc.dra is not None else frozenset()
+        held = {d.key for d in dra_node.devices if d.name in names}
+        cap = dra.capacity(dra_node, held)
+        figures = NodeGpus(cap.allocatable, cap.allocated, cap.free.gpus if ready else 0.0)
+        whole = [d for d in dra_node.devices if d.type == dra.TYPE_GPU]
+        out = [slot(DRA_WHOLE_RESOURCE, gpus.UNIT_GPU, len(whole), len(whole) - cap.whole_free, 1.0, figures,
+                    gpus.AllocationMode.DRA, True)] if whole else []
+        profiles = Counter(d.profile for d in dra_node.devices if d.type == dra.TYPE_MIG)
+        free_mig = cap.free.mig_by_profile()
+        for profile, published in sorted(profiles.items()):
+            out.append(slot(DRA_MIG_RESOURCE_PREFIX + profile, gpus.mig_unit(profile), published,
+                            published - free_mig.get(profile, 0), gpu.instance_share(profile) or 0.0, figures,
+                            gpus.AllocationMode.DRA, False))
+        return out or [slot(DRA_WHOLE_RESOURCE, gpus.UNIT_GPU, 0, 0, 1.0, figures, gpus.AllocationMode.DRA, True)]
+    if register is None:
+        return None
+    cap_h = hami.capacity(register, acc.hami_shares.get(node.name, {}))
+    figures = NodeGpus(cap_h.allocatable, cap_h.allocated, cap_h.free if ready else 0.0)
+    n = len(register.gpus)
+    return [slot(gpus.NVIDIA_GPU, gpus.UNIT_FRACTION, n, n - cap_h.whole_free, 1.0, figures,
+                 gpus.AllocationMode.HAMI, True)]
 
 
 # ---- Per node group ----
@@ -187,10 +284,9 @@ def _one_group(members: list[NodeSlots], shapes: Sequence[int]) -> GroupFragment
     models: Counter[str] = Counter()
     for m in nodes.values():
         models[m.gpu_model] += m.physical_gpus
-    whole = sorted(
-        (m.free for m in members if m.resource == gpus.NVIDIA_GPU and m.unit == gpus.UNIT_GPU and m.schedulable),
-        reverse=True,
-    )
+    whole = sorted((m.free for m in members if m.whole and m.schedulable), reverse=True)
+    per_unit = [m for m in members if m.node_gpus is None]
+    per_gpu = [m.node_gpus for m in nodes.values() if m.node_gpus is not None]
     units: dict[tuple[str, str], list[NodeSlots]] = defaultdict(list)
     for m in members:
         units[(m.resource, m.unit)].append(m)
@@ -199,9 +295,9 @@ def _one_group(members: list[NodeSlots], shapes: Sequence[int]) -> GroupFragment
         gpu_model=models.most_common(1)[0][0] if models else "",
         nodes=len(nodes),
         physical_gpus=sum(m.physical_gpus for m in nodes.values()),
-        allocatable_gpus=_round(sum(m.allocatable * m.share for m in members)),
-        allocated_gpus=_round(sum(m.allocated * m.share for m in members)),
-        free_gpus=_round(sum(m.free * m.share for m in members)),
+        allocatable_gpus=_round(sum(m.allocatable * m.share for m in per_unit) + sum(g.allocatable for g in per_gpu)),
+        allocated_gpus=_round(sum(m.allocated * m.share for m in per_unit) + sum(g.allocated for g in per_gpu)),
+        free_gpus=_round(sum(m.free * m.share for m in per_unit) + sum(g.free for g in per_gpu)),
         largest_free_block=largest_free_block(whole),
         placeable=placeable(whole, shapes),
         stranded_gpus=stranded(whole, shapes),
@@ -239,7 +335,8 @@ def _round(value: float) -> float:
 
 
 def cluster_fragmentation(
-    nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str]
+    nodes: Iterable[NodeInfo], pods: Iterable[PodInfo], group_labels: Sequence[str],
+    accelerators: Accelerators | None = None,
 ) -> list[GroupFragmentation]:
     """Nodes and pods as collected → one fragmentation row per node group."""
-    return group_fragmentation(node_slots(nodes, pods, group_labels))
+    return group_fragmentation(node_slots(nodes, pods, group_labels, accelerators))

@@ -11,11 +11,12 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.capacity.constants import PendingKind
-from apps.capacity.fragmentation import GroupFragmentation, NodeSlots, group_fragmentation, node_slots
+from apps.capacity.fragmentation import Accelerators, GroupFragmentation, NodeSlots, group_fragmentation, node_slots
 from apps.capacity.models import CapacityCollection, NodeGroupSnapshot, PendingReasonCount, PendingWork
 from apps.capacity.pending import diagnose_request, diagnose_workload, main_resource, pending_pods, unit_share
 from apps.common.retention import FULL_RESOLUTION_DAYS, thin_collections
 from apps.common.snapshots import snapshot_row, stamp
+from apps.inventory.handout import hand_out
 from apps.inventory.models import Cluster
 from apps.inventory.observations import (
     KUEUE_CLUSTER_QUEUE_LABEL,
@@ -52,7 +53,7 @@ def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> Cap
     (`snapshot.kueue_error`), the collection's pending workloads are left as they were.
     """
     collection = _collection(cluster, snapshot.taken_at)
-    slots = node_slots(snapshot.nodes, snapshot.pods, settings.GPUFINOPS_NODE_GROUP_LABELS)
+    slots = node_slots(snapshot.nodes, snapshot.pods, settings.GPUFINOPS_NODE_GROUP_LABELS, accelerators(snapshot))
     groups = group_fragmentation(slots)
     collection.node_groups.all().delete()
     NodeGroupSnapshot.objects.bulk_create([_group_row(collection, g) for g in groups])
@@ -73,6 +74,13 @@ def record_capacity_snapshot(cluster: Cluster, snapshot: ClusterSnapshot) -> Cap
     _recount(collection)
     record_teams(cluster, {r.team for r in collection.pending.all()}, snapshot.taken_at)
     return collection
+
+
+def accelerators(snapshot: ClusterSnapshot) -> Accelerators:
+    """The snapshot's DRA objects, HAMi's registers and its GPUs' running tenants' shares for fragmentation, as
+    the snapshot's hand-out read them (the same reading the inventory and the ledger use)."""
+    hand = hand_out(snapshot)
+    return Accelerators(dra=snapshot.dra, registers=hand.registers, hami_shares=hand.hami_shares)
 
 
 def _group_row(collection: CapacityCollection, g: GroupFragmentation) -> NodeGroupSnapshot:

@@ -23,6 +23,7 @@ from apps.dashboard import charts
 from apps.dashboard.scope import FILTER_LABELS, SIGNAL_NAMES, Scope, parse_scope, period_choices
 from apps.dashboard.selectors import shared
 from apps.dashboard.selectors.fleet import fleet_page
+from apps.dashboard.selectors.nodes import group_modes, nodes_block
 from apps.dashboard.selectors.overview import overview_page
 from apps.dashboard.selectors.queues import queues_page
 from apps.dashboard.selectors.showback import showback_page
@@ -140,7 +141,8 @@ def workloads(request: HttpRequest) -> HttpResponse:
         errors.append(f"Unknown sort column {sort[:40]!r}; sorted by idle cost.")
         sort = "idle_cost"
     data = workloads_page(scope, sort=sort, order=request.GET.get("order") or "desc", page=page,
-                                    busy_below=busy_below)
+                          busy_below=busy_below,
+                          every_row=request.GET.get("format") == "csv" or bool(request.GET.get("csv")))
     if request.GET.get("format") == "csv":
         return _csv_all(scope, data["table_block"])
     if errors:
@@ -231,8 +233,11 @@ def capacity(request: HttpRequest) -> HttpResponse:
     clusters = set(scope.filters.get("cluster", ()))
     frag = [g for g in fragmentation_at(at=min(now, w.end), visible_teams=teams_) if not clusters or
             g.cluster.name in clusters]
+    nodes = nodes_block(scope)
+    modes = group_modes(nodes)
     groups = [(g, [g.placeable.get(k, 0) for k in ("1", "2", "4", "8")], [g.stranded_gpus.get(k, 0) for k in
-                                                                           ("2", "4", "8")]) for g in frag]
+                                                                           ("2", "4", "8")],
+               modes.get(f"{g.cluster.name} / {g.node_group}", "")) for g in frag]
     history = [r for r in fragmentation_range(start=start, end=w.end, visible_teams=teams_)
                if not clusters or r.cluster.name in clusters]
     pending = [p for p in pending_list(at=min(now, w.end), visible_teams=shared.teams_in_scope(scope))
@@ -241,9 +246,9 @@ def capacity(request: HttpRequest) -> HttpResponse:
                   figure=charts.free_over_time(history, "free") if history else None)
     crumbs = [("Fleet", reverse("dashboard:fleet") + "?" + scope.query()) if scope.sees_all else
               ("Overview", reverse("dashboard:overview") + "?" + scope.query()), ("Capacity", "")]
-    context = {"groups": groups, "pending": pending, "history_count": len(history), "notes": notes}
+    context = {"groups": groups, "pending": pending, "history_count": len(history), "notes": notes, "nodes": nodes}
     return _page(request, "dashboard/capacity.html", scope, context, page="capacity", crumbs=crumbs,
-                 blocks=[block])
+                 blocks=[block, nodes])
 
 
 @login_required

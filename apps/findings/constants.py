@@ -16,6 +16,10 @@ class Kind(models.TextChoices):
     BORROWED_IDLE = "borrowed_idle"
     MISSING_SIGNAL = "missing_signal"
     TEAM_LABEL_REJECTED = "team_label_rejected"
+    # GPUs handed out by DRA claims and HAMi fractions (accelerator_rules.py)
+    IDLE_CLAIM = "idle_claim"
+    OVERSUBSCRIBED_GPU = "oversubscribed_gpu"
+    MISSING_ATTRIBUTION = "missing_attribution"
 
 
 # An idle allocation is either kind: `/api/v1/idle-allocations/` lists both, and both wait the same hours.

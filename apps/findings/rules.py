@@ -18,7 +18,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, TypedDict
 
-from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, REPLICATED
+from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, NOT_DEVICE_PLUGIN, REPLICATED
 from apps.usage import money
 from apps.usage.activity import metrics_fix
 from apps.usage.ledger import BucketResult, NodeFact, SeriesFact
@@ -468,6 +468,8 @@ def unattributed(unheld: Sequence[DeviceActivity], pods: Sequence[PodFigures], s
     """A device (whole GPU or MIG instance) whose series without a pod identity averaged above
     `unattributed_threshold` over the hour, that no pod's series named in the hour, on a node with no held GPU
     left unmeasured (else the activity may be an unlabelled holder's: an attribution gap, shown as coverage).
+    Never on a node whose GPUs DRA claims or HAMi fractions hand out: their series carry no device-plugin pod
+    (HAMi tenants are measured by the GPU's series; an unattributed DRA device is `missing_attribution`).
     GPU-hours: the device's share of a GPU x the bucket's hours; cost: at the node's price (capacity nobody pays
     for); detail: the activity and the working GPU-hours it stands for."""
     names = {(pod.namespace, pod.pod) for pod in pods}
@@ -481,6 +483,8 @@ def unattributed(unheld: Sequence[DeviceActivity], pods: Sequence[PodFigures], s
         if d.value <= p.unattributed_threshold or d.node in unmeasured_nodes:
             continue
         fact = nodes.get(d.node)
+        if fact is not None and fact.gpu.sharing in NOT_DEVICE_PLUGIN:
+            continue
         mig = fact is not None and fact.gpu.sharing in (MIG_MIXED, MIG_SINGLE)
         if mig and not d.gpu_instance_id:
             continue  # a MIG GPU's own series sums its instances: the instances are judged instead

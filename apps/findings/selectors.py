@@ -5,7 +5,7 @@ Visibility is one argument, `visible_teams` (`apps.accounts.selectors.visible_te
 team members see findings of their teams only; findings of the platform (no team: zero-allocatable nodes,
 unattributed activity, missing signals, GPUs nobody held) and tenant-label attempts are for staff and finance.
 
-A finding is listed once its run is long enough: idle allocations and idle-held pods from
+A finding is listed once its run is long enough: idle allocations, idle-held pods and idle claims from
 GPUFINOPS_IDLE_MIN_HOURS consecutive hours, stragglers from GPUFINOPS_STRAGGLER_MIN_HOURS, every other kind from
 its first hour. Shorter runs are kept (they are how a run gets there) but not shown.
 """
@@ -38,7 +38,7 @@ DECIMALS = 6
 
 
 def min_hours(kind: str) -> int:
-    if kind in IDLE_KINDS:
+    if kind in IDLE_KINDS or kind == Kind.IDLE_CLAIM:
         return max(settings.GPUFINOPS_IDLE_MIN_HOURS, 1)
     if kind == Kind.STRAGGLER:
         return max(settings.GPUFINOPS_STRAGGLER_MIN_HOURS, 1)

@@ -33,12 +33,12 @@ from apps.queues.selectors import queue_usage
 from apps.usage import money
 from apps.usage.activity import DEFAULT_METRICS, default_signal
 from apps.usage.inputs import AssembledBucket
-from apps.usage.ledger import BucketResult
+from apps.usage.ledger import BucketInputs, BucketResult
 from apps.usage.models import Bucket, NodeHour, PodHour
 from apps.usage.services import lock_cluster
 from apps.usage.sources import MetricsSource
 
-from . import rules
+from . import accelerator_rules, rules
 from .constants import IDLE_KINDS, Kind
 from .models import Finding, FindingHour, Notification
 from .rules import HourFinding, Params, PodFigures
@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 # Kinds each writer replaces for an hour.
 BUCKET_KINDS = (Kind.IDLE_ALLOCATION, Kind.IDLE_HELD, Kind.UNHEALTHY_GPU, Kind.STRAGGLER,
-                Kind.UNATTRIBUTED_ACTIVITY, Kind.MISSING_SIGNAL, Kind.TEAM_LABEL_REJECTED)
+                Kind.UNATTRIBUTED_ACTIVITY, Kind.MISSING_SIGNAL, Kind.TEAM_LABEL_REJECTED, Kind.IDLE_CLAIM,
+                Kind.OVERSUBSCRIBED_GPU, Kind.MISSING_ATTRIBUTION)
 SNAPSHOT_KINDS = (Kind.ZERO_ALLOCATABLE_NODE, Kind.BORROWED_IDLE)
 FIGURES = ("gpu_hours", "cost", "unpriced_gpu_hours", "allocated_gpu_hours", "allocated_cost")
 IDENTITY = ("team", "namespace", "workload", "pod", "node", "gpu_uuid")
@@ -81,7 +82,9 @@ def bucket_findings(cluster: Cluster, hour: datetime, assembled: AssembledBucket
     p = p or params()
     inputs = assembled.inputs
     end = hour + timedelta(seconds=inputs.seconds)
-    pods = rules.pods_from_result(result, p.signal)
+    # A claim allocated with no consumer has ledger rows of its own: an idle claim, not a pod's idle allocation.
+    claims = {r.fact.uid for r in result.pods if accelerator_rules.is_claim_row(r)}
+    pods = [pod for pod in rules.pods_from_result(result, p.signal) if pod.uid not in claims]
     nodes = {n.name: n for n in inputs.nodes}
     series = inputs.series
     out: list[HourFinding] = []
@@ -111,6 +114,24 @@ def bucket_findings(cluster: Cluster, hour: datetime, assembled: AssembledBucket
     out += rules.missing_signal(pods, result.series, result.signals, p.signal, metric_name(cluster, p.signal))
     out += rules.team_label_rejected(
         ((pod.uid, choice.rejected, choice.reason) for pod, choice in assembled.rejected_teams), pods)
+    out += accelerator_findings(hour, end, inputs, result, source, p)
+    return out
+
+
+def accelerator_findings(hour: datetime, end: datetime, inputs: BucketInputs, result: BucketResult,
+                         source: MetricsSource, p: Params) -> list[HourFinding]:
+    """Idle claims, oversubscribed HAMi GPUs and DRA nodes without attribution, from the bucket's ledger rows
+    (`accelerator_rules`); the devices that report series are asked of the source only when a DRA node had no
+    attributed series."""
+    out = accelerator_rules.idle_claims(accelerator_rules.claim_holds(inputs, result))
+    out += accelerator_rules.oversubscribed(accelerator_rules.oversubscriptions(inputs, result))
+    units = accelerator_rules.claim_units(result, p.signal)
+    if any(u.unmeasured > 0 for u in units):
+        reporting = source.devices_reporting(hour, end, {uuid for u in units for uuid in (u.gpu_uuid, u.device_uuid)
+                                                         if uuid})
+        drivers = settings.GPUFINOPS_DRA_GPU_DRIVERS
+        out += accelerator_rules.missing_attribution(units, reporting, {n.name: n for n in inputs.nodes},
+                                                     drivers[0] if drivers else "")
     return out
 
 
@@ -216,7 +237,8 @@ def borrowed_idle_findings(cluster: Cluster, hour: datetime) -> list[HourFinding
 
 
 def pods_from_ledger(cluster: Cluster, hour: datetime, signal: str) -> list[PodFigures]:
-    rows = PodHour.objects.filter(cluster=cluster, hour=hour).order_by("pod_uid").values_list(
+    rows = PodHour.objects.filter(cluster=cluster, hour=hour).exclude(  # a claim's own rows: idle claims
+        pod="", workload__startswith="ResourceClaim/").order_by("pod_uid").values_list(
         "pod_uid", "namespace", "pod", "workload", "team", "node", "node_group", "gpu_model", "gpus", "held_seconds",
         "allocated_gpu_hours", f"working_{signal}", f"idle_{signal}", f"unmeasured_{signal}", "price")
     return [PodFigures(*r) for r in rows]
@@ -312,6 +334,8 @@ def set_ends(cluster: Cluster) -> None:
 # slowest GPU when it began), the holder with the most GPU-hours for unhealthy GPUs, else its last hour's.
 FIRST_IDENTITY = frozenset({Kind.STRAGGLER})
 HOLDER = "holder:"
+# Kinds about a GPU that name the holder (or tenant) with the most GPU-hours over the run.
+HOLDER_KINDS = frozenset({Kind.UNHEALTHY_GPU, Kind.OVERSUBSCRIBED_GPU})
 
 
 def _tags(detail: Mapping | None) -> list[str]:
@@ -360,15 +384,19 @@ def _take_first(run: Finding, f: FindingHour | HourFinding) -> None:
 
 
 def _holder_identity(run: Finding) -> None:
-    """Unhealthy GPUs: the holder with the most GPU-hours over the run (ties: by team, namespace, pod)."""
-    if run.kind != Kind.UNHEALTHY_GPU:
+    """Unhealthy and oversubscribed GPUs: the holder with the most GPU-hours over the run (ties: by team,
+    namespace, pod)."""
+    if run.kind not in HOLDER_KINDS:
         return
     holders = [(Decimal(v), k[len(HOLDER):].split("|", 3)) for k, v in (run.detail or {}).get("sums", {}).items()
                if k.startswith(HOLDER)]
     if not holders:
         run.team = run.namespace = run.workload = run.pod = ""
         return
-    _hours, (team, namespace, workload, pod) = max(holders, key=lambda h: (h[0], h[1][0], h[1][1], h[1][3]))
+    if run.kind == Kind.OVERSUBSCRIBED_GPU:  # tenants scaled alike often tie: the first by name, as each hour's
+        _hours, (team, namespace, workload, pod) = min(holders, key=lambda h: (-h[0], *h[1]))
+    else:
+        _hours, (team, namespace, workload, pod) = max(holders, key=lambda h: (h[0], h[1][0], h[1][1], h[1][3]))
     run.team, run.namespace, run.workload, run.pod = team, namespace, workload, pod
 
 
@@ -468,7 +496,7 @@ def runs_from_rows(rows: Sequence[FindingHour]) -> list[dict]:
         if row.kind not in FIRST_IDENTITY:
             run.update({n: getattr(row, n) for n in IDENTITY})
     for run in out:
-        if run["kind"] == Kind.UNHEALTHY_GPU:
+        if run["kind"] in HOLDER_KINDS:
             probe = Finding(kind=run["kind"], detail=run["detail"])
             _holder_identity(probe)
             run.update({n: getattr(probe, n) for n in ("team", "namespace", "workload", "pod")})

@@ -14,7 +14,7 @@ from decimal import Decimal
 from django.db.models import QuerySet
 
 from apps.common.params import MAX_TEXT_LENGTH
-from apps.inventory.models import Cluster, ClusterTeam, GpuPrice, Team
+from apps.inventory.models import Cluster, ClusterTeam, GpuPrice, Node, Team
 
 
 def plausible_name(name: str) -> bool:
@@ -54,3 +54,11 @@ def price_for(cluster: Cluster, gpu_model: str, on: date) -> Decimal | None:
     qs = GpuPrice.objects.filter(gpu_model=gpu_model, effective_from__lte=on).order_by("-effective_from")
     row = qs.filter(cluster=cluster).first() or qs.filter(cluster__isnull=True).first()
     return row.usd_per_gpu_hour if row else None
+
+
+def gpu_nodes(*, visible_teams: set[str] | None, clusters: set[str] | None = None) -> QuerySet[Node]:
+    """The GPU nodes (not gone) of the clusters the caller may see, as last observed, by cluster and name."""
+    rows = Node.objects.filter(gone=False, cluster__in=visible_clusters(visible_teams=visible_teams))
+    if clusters:
+        rows = rows.filter(cluster__name__in=sorted(clusters))
+    return rows.select_related("cluster", "node_group").order_by("cluster__name", "node_group__name", "name")

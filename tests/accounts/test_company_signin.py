@@ -119,7 +119,7 @@ def test_a_tampered_or_expired_id_token_is_refused(provider, live_server, settin
 
     header, payload, signature = token.split(".")
     forged_claims = {**claims, "groups": ["gpufinops-admin"], "sub": "mallory"}
-    forged = jwt.encode(forged_claims, "not-the-providers-key", algorithm="HS256")
+    forged = jwt.encode(forged_claims, "not-the-providers-key-" + "x" * 16, algorithm="HS256")
     tampered = ".".join([header, forged.split(".")[1], signature])  # the provider's signature over other claims
     for bad in (tampered, forged, token[:-4] + "AAAA"):
         with pytest.raises(SuspiciousOperation):
@@ -208,3 +208,14 @@ def test_a_callback_with_a_foreign_state_or_garbage_signs_nobody_in(provider, li
         answer = session.get(f"{live_server.url}/oidc/callback/?{query}", timeout=10)
         assert answer.status_code < 500, query
         assert signed_in_user(live_server, session) is None, query
+
+
+def test_the_checks_say_when_company_sign_in_is_half_configured_or_nobody_can_sign_in(settings):
+    from apps.accounts.checks import signin_configured
+
+    settings.GPUFINOPS_OIDC_ISSUER, settings.OIDC_RP_CLIENT_ID = "https://idp.example", ""
+    assert [m.id for m in signin_configured()] == ["gpufinops.E101"]
+    settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
+    assert signin_configured() == []
+    settings.GPUFINOPS_OIDC_ISSUER, settings.GPUFINOPS_LOCAL_SIGNIN = "", False
+    assert [m.id for m in signin_configured()] == ["gpufinops.W101"]

@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
 
+from apps.usage.models import PodHour
 from apps.usage.selectors import GROUP_KEYS, expand_group_by, usage_report
 from tests.api.conftest import A100
 
@@ -114,6 +116,12 @@ def test_workloads_and_pods_add_up_to_each_team(clients):
         ("train", "resnet-0", "Job/resnet", "alpha-node-1"),
         ("serve", "detector-0", "Deployment/detector", "alpha-node-1"),
     }
+    # a pod row says how its GPUs were handed out (interfaces.md); these were the device plugin's
+    assert {r["allocation_mode"] for r in pods} == {"device_plugin"}
+    PodHour.objects.filter(pod="resnet-0").update(allocation_mode="dra")
+    cache.clear()  # the ledger changed without a bucket write: drop the cached answers
+    pods = clients["root"].get(f"{URL}?{DAY_RANGE}&group_by=pod&team=vision").json()["results"]
+    assert {r["pod"]: r["allocation_mode"] for r in pods} == {"resnet-0": "dra", "detector-0": "device_plugin"}
 
 
 def test_a_team_member_sees_only_their_teams_workloads_and_pods(clients):

@@ -120,6 +120,17 @@ def test_set_budget_the_api_and_the_page(world):
     (row,) = api.get("/api/v1/budgets/").json()  # a lead sees the team's budgets only
     assert (row["team"], row["period"], Decimal(str(row["amount"])), row["thresholds"]) == (
         "vision", "weekly", Decimal(500), [50, 100])
+    # The overview's bulk read (a fixed number of queries) says what each budget's own read says.
+    from django.utils import timezone
+
+    from apps.budgets.models import Budget
+    from apps.budgets.selectors import budget_status, budget_statuses
+
+    for now in (timezone.now(), MONDAY + timedelta(hours=2, minutes=30)):
+        ordered = Budget.objects.order_by("team", "period", "cluster", "namespace")
+        assert budget_statuses(now=now) == [budget_status(b, now) for b in ordered]
+    assert [s.actual for s in budget_statuses(now=MONDAY + timedelta(hours=2, minutes=30))] == [
+        Decimal(0), Decimal("30.000000")]  # nlp in prod/text spent nothing; vision 3 hours x 10.00
     finance = User.objects.create_user("fin")
     finance.groups.add(Group.objects.create(name="finance"))
     api.force_authenticate(finance)

@@ -11,7 +11,7 @@ END = datetime(2026, 11, 30, tzinfo=UTC)
 
 @pytest.fixture(scope="session")
 def demo():
-    return build_scenario("demo", seed=0, end=END)
+    return build_scenario("demo", seed=0, end=END, with_dra=False)  # the demo's own cases, as pinned
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,8 @@ def test_large_puts_a_fraction_of_its_nodes_on_dra_without_changing_its_jobs():
 
 
 def test_the_demo_switch_appends_a_dra_node_group_and_a_hami_node(demo):
-    assert scenarios.DEMO_WITH_DRA is False and not demo.dra_versions and not demo.hami
+    assert scenarios.DEMO_WITH_DRA is True and not demo.dra_versions and not demo.hami  # `demo`: with_dra=False
+    assert build_scenario("demo", seed=0, end=END, days=1).dra_versions == ("v1",)  # on by default
     sc = build_scenario("demo", seed=0, end=END, with_dra=True)
     n = len(demo.pods)
     assert _canon(sc.pods[:n]) == _canon(demo.pods) and _canon(sc.nodes[:len(demo.nodes)]) == _canon(demo.nodes)

@@ -37,6 +37,7 @@ def prom(demo, tmp_path_factory):
         demo.end.isoformat(),
         "--out",
         str(out),
+        "--no-with-dra",  # the `demo` fixture's cases
     )
     assert out.read_text()[-6:] == "# EOF\n"
     server = start_prometheus(out)

@@ -27,7 +27,7 @@ FIRST, LAST = 31, 45  # hours from the start: the PyTorchJob, the JobSet, the no
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    scenario = build_scenario("demo", seed=0, end=END, days=DAYS)
+    scenario = build_scenario("demo", seed=0, end=END, days=DAYS, with_dra=False)
     kube = start_server(scenario)
     prometheus = start_prometheus(scenario, step=60)
     kubeconfig = kube.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")

@@ -18,6 +18,7 @@ from apps.findings import rules
 from apps.findings.constants import Kind
 from apps.findings.rules import HourFinding, NodeHourFigures, Params, PodFigures, StillGone
 from apps.inventory.gpus import MIG_MIXED, MIG_SINGLE, TIME_SLICING, WHOLE, GpuNode
+from apps.usage.activity import metrics_fix
 from apps.usage.ledger import BucketResult, NodeFact, PodFact, PodRow, SeriesFact
 from apps.usage.sources import DeviceActivity, DeviceHealth, VanishedDevice
 
@@ -344,15 +345,36 @@ def test_unhealthy_throttle_detail_and_an_unpriced_node_without_holders():
                             "tags": ["throttle", "clock:hw_slowdown"], "sums": {}}
 
 
-def test_unhealthy_holders_are_on_the_gpus_own_node_and_the_top_one_names_the_finding():
-    # GPU-1 on n1 is held by a (0.5 GPU-hours, team x) and b (1.5, team y); c on n2 holds another GPU (GPU-2):
-    # not a holder. GPUs are keyed by UUID alone (an exporter's Hostname may be its own pod name; issue 25).
+def test_unhealthy_holders_are_every_pod_naming_the_uuid_and_the_top_one_names_the_finding():
+    # GPU-1 is held by a (0.5 GPU-hours, team x) and b (1.5, team y) on n1; the exporter reports it under its own pod
+    # name as Hostname (no NODE_NAME): the GPU is matched by UUID, so the finding is on n1 with both holders.
     pods = [pod("a", team="x", allocated=0.5), pod("b", team="y", allocated=1.5), pod("c", team="z", node="n2")]
     facts = [series("p-a", "GPU-1"), series("p-b", "GPU-1"), series("p-c", "GPU-2")]
-    [found] = rules.unhealthy([DeviceHealth("n1", "GPU-1", ecc_dbe=1.0)], [], [], pods, facts,
+    [found] = rules.unhealthy([DeviceHealth("dcgm-exporter-x7k2p", "GPU-1", ecc_dbe=1.0)], [], [], pods, facts,
                               nodes(node(), node("n2")), HOUR, P)
+    assert (found.subject, found.node) == ("n1/GPU-1/ecc", "n1")
     assert [h["pod"] for h in found.detail["holders"]] == ["p-a", "p-b"]
     assert (found.team, found.pod, found.allocated_gpu_hours, found.allocated_cost) == ("y", "p-b", D("2"), D("4"))
+
+
+# (case, the exporter's Hostname label and the GPU's UUID, the exporter pods kube-state-metrics places, node found)
+DEVICE_NODE_CASES = [
+    ("a held GPU: its holder's node, whatever the Hostname", ("exporter-pod-1", "GPU-1"), {}, "n1"),
+    ("an idle GPU on a node Kubernetes knows", ("n2", "GPU-9"), {}, "n2"),
+    ("an idle GPU beside a held one of the same exporter", ("exporter-pod-1", "GPU-8"), {}, "n1"),
+    ("an idle GPU of an exporter pod placed by kube_pod_info", ("exporter-pod-2", "GPU-7"),
+     {"exporter-pod-2": "n2"}, "n2"),
+    ("nothing says where: the Hostname as given", ("exporter-pod-3", "GPU-6"), {}, "exporter-pod-3"),
+]
+
+
+@pytest.mark.parametrize(("case", "seen", "exporters", "expected"), DEVICE_NODE_CASES,
+                         ids=[c[0] for c in DEVICE_NODE_CASES])
+def test_device_nodes_match_gpus_by_uuid_not_by_the_exporters_hostname(case, seen, exporters, expected):
+    # p-u1 on n1 holds GPU-1, which exporter-pod-1 reports: so exporter-pod-1 serves n1.
+    where = rules.DeviceNodes([pod()], [series("p-u1", "GPU-1")], nodes(node(), node("n2")),
+                              [("exporter-pod-1", "GPU-1"), seen], exporters)
+    assert where.node(*seen) == expected
 
 
 # (case, the node the GPU vanished from, flagged?)
@@ -479,20 +501,16 @@ def test_missing_signal_figures_are_the_unmeasured_hours():
     # u1: 1 GPU-hour unmeasured at $2; u2: 0.5 unmeasured of 0.75 allocated, unpriced.
     pods = [pod(idle=0.0, unmeasured=1.0), pod("u2", idle=0.0, allocated=0.75, unmeasured=0.5, price=None)]
     [found] = rules.missing_signal(pods, 2, {"gpu_util"}, "sm_active", "DCGM_FI_PROF_SM_ACTIVE")
-    assert found == HourFinding(
-        kind=Kind.MISSING_SIGNAL, subject="sm_active", gpu_hours=D("1.5"), cost=D("2"), unpriced_gpu_hours=D("0.5"),
-        allocated_gpu_hours=D("1.75"), allocated_cost=D("2"),
-        detail=found.detail,
-    )
-    # The fix is the metrics-list line to add (stock lists leave SM_ACTIVE out; issue 25), not a stock file.
-    line = "DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has at least 1 warp assigned (0 to 1)."
-    assert {k: found.detail[k] for k in ("signal", "metric", "reason", "line")} == {
-        "signal": "sm_active", "metric": "DCGM_FI_PROF_SM_ACTIVE",
-        "reason": "DCGM series without DCGM_FI_PROF_SM_ACTIVE", "line": line}
-    assert line in found.detail["fix"] and "customMetrics" in found.detail["fix"]
-    assert "dcp-metrics-included.csv" not in found.detail["fix"]
+    assert (found.kind, found.subject, found.gpu_hours, found.cost, found.unpriced_gpu_hours) == (
+        Kind.MISSING_SIGNAL, "sm_active", D("1.5"), D("2"), D("0.5"))
+    assert (found.allocated_gpu_hours, found.allocated_cost) == (D("1.75"), D("2"))
+    fix = metrics_fix("DCGM_FI_PROF_SM_ACTIVE")  # the metrics-list line the exporter's configuration lacks
+    assert found.detail == {"signal": "sm_active", "metric": "DCGM_FI_PROF_SM_ACTIVE",
+                            "reason": "DCGM series without DCGM_FI_PROF_SM_ACTIVE", "fix": str(fix), "line": fix.line}
+    assert fix.line.startswith("DCGM_FI_PROF_SM_ACTIVE, gauge")
     [none] = rules.missing_signal(pods, 0, set(), "sm_active", "DCGM_FI_PROF_SM_ACTIVE")
     assert none.detail["fix"] == "deploy dcgm-exporter with pod labels"
+    assert "line" not in none.detail
 
 
 # ---- Rejected team labels ----

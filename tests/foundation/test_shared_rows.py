@@ -8,6 +8,8 @@ import pytest
 from apps.inventory.models import Team
 from tests.harness.shared_rows import WORLD_FIXTURES
 
+# In file order: a test without the world runs between two with it (which tests/conftest.py would otherwise group).
+pytestmark = pytest.mark.keep_order
 WORLD_FIXTURES.add("two_teams_world")
 
 

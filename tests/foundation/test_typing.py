@@ -24,6 +24,7 @@ RULES_MODULES = {
     "apps.usage.money",
     "apps.usage.figures",
     "apps.findings.rules",
+    "apps.findings.accelerator_rules",
 }
 
 

@@ -31,7 +31,7 @@ def week_world(tmp_path_factory):
     from devtools.simulator.prometheus_api import start_prometheus
     from devtools.simulator.scenarios import build_scenario
 
-    scenario = build_scenario("demo", seed=0, end=END, days=DAYS + 1)
+    scenario = build_scenario("demo", seed=0, end=END, days=DAYS + 1, with_dra=False)
     kube = start_server(scenario, host="127.0.0.1", port=0)
     kube.set_time(END)
     prometheus = start_prometheus(scenario, host="127.0.0.1", port=0)

@@ -30,7 +30,8 @@ def world(tmp_path, monkeypatch):
     started = []
 
     def make(name: str, **scenario_attributes):  # type: ignore[no-untyped-def]
-        scenario = build_scenario(name, seed=0, end=END, days=DAYS)
+        plain = {"with_dra": False} if name == "demo" else {}  # the demo's own cases, as its variants are
+        scenario = build_scenario(name, seed=0, end=END, days=DAYS, **plain)
         for key, value in scenario_attributes.items():
             setattr(scenario, key, value)
         kube, prom = start_server(scenario), start_prometheus(scenario, step=60)

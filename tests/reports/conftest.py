@@ -137,11 +137,17 @@ def standard_week(shared_rows) -> Week:
     return shared_rows.world("standard_week", build_week)
 
 
+# The worlds that hold `prod` and `people` (each a fixture returning a `Week`): the standard week, and those of
+# test modules (test_archive_api's two weeks).
+WEEK_WORLDS = ["standard_week"]
+
+
 def _in_week(request) -> Week | None:
-    """The test's standard week, fetched afresh (a test may change the objects it is handed), when it uses one."""
-    if "standard_week" not in request.fixturenames:
+    """The test's world, fetched afresh (a test may change the objects it is handed), when it uses one."""
+    names = [name for name in WEEK_WORLDS if name in request.fixturenames]
+    if not names:
         return None
-    built: Week = request.getfixturevalue("standard_week")
+    built: Week = request.getfixturevalue(names[0])
     p = built.people
     fresh = People(*(User.objects.get(pk=u.pk) for u in (p.finance, p.lead, p.loner, p.staff)))
     return Week(Cluster.objects.get(pk=built.cluster.pk), fresh)

@@ -11,18 +11,23 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
+from apps.inventory.models import Cluster
 from apps.reports.models import ReportSubscription
 from apps.reports.periods import last_complete, parse_period
 from apps.reports.services import send_reports
 from apps.usage.ledger import PodFact
 from apps.usage.money import cents
+from tests.harness.shared_rows import WORLD_FIXTURES
 from tests.reports.conftest import (
     END,
     NOW,
     START,
+    WEEK_WORLDS,
+    Week,
     attachments,
     by_rcpt,
     fill,
+    make_people,
     money,
     series,
     standard_pods,
@@ -40,9 +45,9 @@ def api(user) -> APIClient:
     return client
 
 
-@pytest.fixture
-def two_weeks(prod, people, smtp_settings):
+def build_two_weeks() -> Week:
     """2026-W46 without research and with vision on 3 GPUs, then the standard 2026-W47: changes to compare."""
+
     def previous(hour):
         pods, found = standard_pods()
         pods = [p for p in pods if p.team != "research"]
@@ -50,8 +55,29 @@ def two_weeks(prod, people, smtp_settings):
                           workload="Job/train")
         return pods, [*found, series("cv", "train-0", "GPU-v3", 0.5)]
 
-    fill(prod, START - timedelta(days=7), START, make=previous)
-    fill(prod, START, END)
+    from django.test import override_settings
+
+    with override_settings(GPUFINOPS_LEDGER_KEEP_MONTHS=0):  # built before the autouse keep_every_month applies
+        people = make_people()
+        prod = Cluster.objects.create(name="prod")
+        fill(prod, START - timedelta(days=7), START, make=previous)
+        fill(prod, START, END)
+    return Week(prod, people)
+
+
+# The two weeks' ledger (336 buckets through the write path) is built once for this module's tests; each sends its
+# own reports to its own SMTP server.
+WORLD_FIXTURES.add("two_weeks_world")
+WEEK_WORLDS.append("two_weeks_world")
+
+
+@pytest.fixture
+def two_weeks_world(shared_rows) -> Week:
+    return shared_rows.world("two_weeks_world", build_two_weeks)
+
+
+@pytest.fixture
+def two_weeks(two_weeks_world, prod, people, smtp_settings):
     for user in (people.finance, people.lead):
         ReportSubscription.objects.create(user=user, email=user.email)
     send_reports(now=NOW)

@@ -88,6 +88,25 @@ def test_finance_and_staff_get_the_export_and_team_members_do_not(week, people):
     assert {c["ColumnName"] for c in metadata["ColumnDefinition"]} == set(focus.X_COLUMNS)
 
 
+def test_the_command_writes_the_same_file(week, tmp_path, capsys):
+    out = tmp_path / "focus.csv"
+    call_command("export_focus", "--start", "2026-11-16", "--end", "2026-11-23", "--out", str(out),
+                 "--metadata", str(tmp_path / "meta.json"))
+    assert out.read_bytes() == focus.focus_csv(start=START, end=END)
+    assert "rows, SHA-256" in capsys.readouterr().out
+    assert '"FocusVersion": "1.2"' in (tmp_path / "meta.json").read_text()
+
+
+def _validator():
+    spec = importlib.util.spec_from_file_location("focus_validate", ROOT / ".ci" / "focus_validate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not (module.venv_dir() / "bin" / "focus-validator").exists():
+        require_service("focus-validator", f"not installed in {module.venv_dir()} "
+                                           "(python .ci/focus_validate.py --install; .ci/run does it)")
+    return module
+
+
 def test_the_export_is_bounded_and_says_which_parameter_to_change(people, settings):
     settings.GPUFINOPS_LEDGER_KEEP_MONTHS = 0  # keep every month (the retention is checked at the end)
     client = api(people.finance)
@@ -107,25 +126,6 @@ def test_the_export_is_bounded_and_says_which_parameter_to_change(people, settin
     settings.GPUFINOPS_LEDGER_KEEP_MONTHS = 13
     old = client.get("/api/v1/exports/focus/?start=2020-01-01&end=2020-01-08")
     assert old.status_code == 400 and "pruned" in old.json()["errors"]["start"][0]
-
-
-def test_the_command_writes_the_same_file(week, tmp_path, capsys):
-    out = tmp_path / "focus.csv"
-    call_command("export_focus", "--start", "2026-11-16", "--end", "2026-11-23", "--out", str(out),
-                 "--metadata", str(tmp_path / "meta.json"))
-    assert out.read_bytes() == focus.focus_csv(start=START, end=END)
-    assert "rows, SHA-256" in capsys.readouterr().out
-    assert '"FocusVersion": "1.2"' in (tmp_path / "meta.json").read_text()
-
-
-def _validator():
-    spec = importlib.util.spec_from_file_location("focus_validate", ROOT / ".ci" / "focus_validate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if not (module.venv_dir() / "bin" / "focus-validator").exists():
-        require_service("focus-validator", f"not installed in {module.venv_dir()} "
-                                           "(python .ci/focus_validate.py --install; .ci/run does it)")
-    return module
 
 
 @pytest.mark.services

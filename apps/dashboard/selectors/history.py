@@ -23,7 +23,7 @@ from apps.usage.figures import (
     change,
     not_comparable,
 )
-from apps.usage.selectors import capacity_rows, final_share
+from apps.usage.selectors import capacity_rows, final_shares
 
 GroupKey = tuple[str, ...]
 
@@ -109,7 +109,7 @@ def history(scope: Scope, *, by: Sequence[str] = (), signal: str | None = None,
                 values[i].update((tuple(r.group[k] for k in by), r.figures) for r in rep.results)
             values[i][()] = rep.totals
     clusters = scope.filters.get("cluster") or None
-    shares = [final_share(w.start, w.end, clusters=clusters) for w in windows]
+    shares = final_shares([(w.start, w.end) for w in windows], clusters=clusters)
     return History(windows, values, has, scope.window, shares)
 
 

@@ -17,6 +17,16 @@ from apps.usage.figures import UsageFigures
 from apps.usage.selectors import UsageReport, data_as_of, usage_report
 
 NO_WORKLOAD = "~"  # the URL segment of rows whose workload was not recorded
+# How GPUs were handed out (gpus.AllocationMode), as the pages and the glossary (#allocation-mode) name them.
+MODE_LABELS = {"device_plugin": "Device plugin", "time_slice": "Time-slice", "mig": "MIG", "dra": "DRA claim",
+               "hami": "HAMi fraction"}
+
+
+def mode_labels(modes: Sequence[str]) -> str:
+    """Allocation modes as the pages print them, in the vocabulary's order ("DRA claim, MIG")."""
+    order = list(MODE_LABELS)
+    known = sorted({m for m in modes if m in MODE_LABELS}, key=order.index)
+    return ", ".join([MODE_LABELS[m] for m in known] + sorted({m for m in modes if m not in MODE_LABELS}))
 NOTE = ("Activity signal: {signal}. Cost = GPU-hours held x the price card's USD per GPU-hour for the model, fixed "
         "when the hour was recorded; idle in allocations = GPU-hours held x (1 - activity). Unmeasured hours (no "
         "DCGM series for the pod) are neither working nor idle.")

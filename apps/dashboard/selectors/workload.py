@@ -10,7 +10,7 @@ from apps.dashboard import charts
 from apps.dashboard.scope import SIGNAL_NAMES, Scope
 from apps.dashboard.selectors.history import History, change_vs_history, history
 from apps.dashboard.selectors.overview import COST_COLUMNS, HOURS_COLUMNS
-from apps.dashboard.selectors.shared import NOTE, bucket_label, bucket_rows, figures_row, report, tile
+from apps.dashboard.selectors.shared import NOTE, bucket_label, bucket_rows, figures_row, mode_labels, report, tile
 from apps.dashboard.tables import Block, Column
 from apps.usage.activity import SIGNALS
 from apps.usage.figures import Unit, UsageFigures
@@ -18,7 +18,8 @@ from apps.usage.selectors import PodUsage, Seen, workload_pods, workload_seen
 
 POD_COLUMNS = [
     Column("pod", "Pod", "text", ""), Column("node", "Node"), Column("node_group", "Node group", "text", "node-group"),
-    Column("gpu_model", "GPU model"), Column("resources", "Request"),
+    Column("gpu_model", "GPU model"), Column("mode", "Handed out by", "text", "allocation-mode"),
+    Column("resources", "Request"),
     Column("gpus", "GPUs held", "gpus", "allocated"), Column("queue", "Queue", "text", "queue"),
     Column("first_hour", "From (UTC)", "datetime"), Column("until", "Until (UTC)", "datetime"),
     Column("allocated_gpu_hours", "Allocated (GPU-h)", "gpuh", "allocated"),
@@ -36,8 +37,10 @@ SIGNAL_COLUMNS = [Column(f"activity_{s}", f"{charts.SIGNAL_STYLES[s]['name']}", 
 def pod_row(p: PodUsage) -> dict[str, Any]:
     """A pod as its table row: where it ran, its queue (LocalQueue → ClusterQueue), until the end of its last hour."""
     facts = {k: v for k, v in asdict(p).items() if k != "figures"}
+    # A DRA claim allocated with no pod consuming it has rows of its own (workload `ResourceClaim/<name>`).
+    facts["pod"] = p.pod or "(no pod: the claim holds its devices)"
     return figures_row(p.figures, **facts, queue=" → ".join(v for v in (p.local_queue, p.cluster_queue) if v),
-                       until=p.last_hour + HOUR)
+                       until=p.last_hour + HOUR, mode=mode_labels([p.allocation_mode]))
 
 
 def _activity_rows(per_signal: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -102,6 +105,7 @@ def _facts(cluster: str, namespace: str, workload: str, teams: list[str], pods: 
             "workload": workload or "(not recorded)", "kind": workload.split("/", 1)[0] if "/" in workload else "",
             "node_groups": ", ".join(sorted({p.node_group for p in pods})),
             "gpu_models": ", ".join(sorted({p.gpu_model for p in pods})),
+            "modes": mode_labels([p.allocation_mode for p in pods]),
             "queues": sorted({(p.local_queue, p.cluster_queue) for p in pods if p.cluster_queue or p.local_queue}),
             "first_seen": seen.first, "last_seen": seen.last + HOUR if seen.last else None}
 
@@ -124,7 +128,7 @@ def workload_page(scope: Scope, cluster: str, namespace: str, workload: str) -> 
                          namespace=namespace, workload=workload, signal=scope.signal)
     rows = [pod_row(p) for p in pods]
     # Columns that say the same for every pod are in the facts above the page, not repeated per row.
-    same = {k for k in ("node_group", "gpu_model", "queue") if len({r[k] for r in rows}) <= 1}
+    same = {k for k in ("node_group", "gpu_model", "queue", "mode") if len({r[k] for r in rows}) <= 1}
     if not any(p.figures.unmeasured_gpu_hours for p in pods):
         same.add("unmeasured_gpu_hours")
     name = workload or "(not recorded)"

@@ -8,10 +8,18 @@ from typing import Any
 from django.conf import settings
 
 from apps.dashboard.scope import SIGNAL_NAMES, Scope
-from apps.dashboard.selectors.shared import NOTE, empty_text, figures_row, plain_query, report, workload_url
+from apps.dashboard.selectors.shared import (
+    NOTE,
+    empty_text,
+    figures_row,
+    mode_labels,
+    plain_query,
+    report,
+    workload_url,
+)
 from apps.dashboard.tables import Block, Column
 from apps.usage.figures import UsageFigures
-from apps.usage.selectors import TooLarge, UsageReport
+from apps.usage.selectors import TooLarge, UsageReport, workload_modes
 
 PAGE_SIZE = 50
 WORKLOAD_COLUMNS = [
@@ -21,6 +29,7 @@ WORKLOAD_COLUMNS = [
     Column("cluster", "Cluster", "text", "", True),
     Column("gpu_models", "GPU model", "text", ""),
     Column("node_groups", "Node group", "text", "node-group"),
+    Column("modes", "Handed out by", "text", "allocation-mode"),
     Column("allocated_gpu_hours", "Allocated (GPU-h)", "gpuh", "allocated", True),
     Column("working_gpu_hours", "Working (GPU-h)", "gpuh", "working", True),
     Column("idle_gpu_hours", "Idle in allocations (GPU-h)", "gpuh", "idle-in-allocations", True),
@@ -64,6 +73,15 @@ def workload_rows(scope: Scope, *, detailed: bool = True) -> tuple[list[dict[str
     return rows, rep
 
 
+def add_modes(scope: Scope, rows: list[dict[str, Any]]) -> None:
+    """How each shown workload's pods had their GPUs handed out (`modes`): read for the page's rows only."""
+    w = scope.window
+    keys = [(r["cluster"], r["namespace"], r["workload"]) for r in rows]
+    modes = workload_modes(start=w.start, end=w.end, visible_teams=scope.visible_teams, workloads=keys)
+    for row, key in zip(rows, keys, strict=True):
+        row["modes"] = mode_labels(modes.get(key, []))
+
+
 def sort_rows(rows: list[dict[str, Any]], key: str, descending: bool) -> list[dict[str, Any]]:
     """Stable sort by one column (missing values last), then by cost and names so the order never jitters."""
     rows = sorted(rows, key=lambda r: (r["team"], r["cluster"], r["namespace"], r["workload"]))
@@ -80,7 +98,9 @@ def too_many_workloads(scope: Scope) -> str:
 
 
 def workloads_page(scope: Scope, *, sort: str = "idle_cost", order: str = "desc", page: int = 1,
-                   busy_below: float | None = None) -> dict[str, Any]:
+                   busy_below: float | None = None, every_row: bool = False) -> dict[str, Any]:
+    """The page's rows, sorted and paged. How each workload's GPUs were handed out is read for the shown page,
+    or for every row when `every_row` (the CSV has them all)."""
     too_many = ""
     try:
         rows, rep = workload_rows(scope)
@@ -98,6 +118,7 @@ def workloads_page(scope: Scope, *, sort: str = "idle_cost", order: str = "desc"
     pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
     page = min(max(page, 1), pages)
     shown = rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+    add_modes(scope, rows if every_row else shown)
     idle = totals["idle_cost"]
     title = (f"{len(rows):,} workloads held {totals['allocated_gpu_hours']:,.1f} GPU-hours; "
              f"${idle:,.2f} of their ${totals['cost']:,.2f} was idle in allocations") if rows else "No workloads"

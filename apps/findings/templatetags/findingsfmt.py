@@ -83,6 +83,15 @@ def summary(f) -> str:
         return f"borrowed {float(d.get('borrowed_gpu_hours', 0)):,.1f} GPU-h while idle"
     if f.kind == "missing_signal":
         return f"{d.get('reason', '')}: {d.get('fix', '')}"
+    if f.kind == "idle_claim":
+        return (f"claim {d.get('claim', '')} holds {len(d.get('devices', []))} device(s) with no pod consuming it; "
+                f"delete it or run its work")
+    if f.kind == "oversubscribed_gpu":
+        return (f"HAMi tenants' shares add up to {float(d.get('max_share_sum', 0)):.0%} of the GPU; each is billed "
+                f"scaled down ({len(d.get('tenants', []))} tenants)")
+    if f.kind == "missing_attribution":
+        return (f"{float(d.get('unmeasured_gpu_hours', 0)):,.1f} GPU-h of DRA devices unmeasured: dcgm-exporter "
+                f"lacks DRA attribution; {d.get('fix', '')}")
     if f.kind == "team_label_rejected" and d.get("reason") == "other_team":
         return (f"label {d.get('label', '')!r} names another team than its namespace's; "
                 f"charged to {d.get('charged_to', '')}")

@@ -320,3 +320,40 @@ def free_devices(node: DraNode, held: Collection[DeviceKey]) -> DraFree:
         free = sum(device_share(d) or 0.0 for d in mig if d.parent_uuid == gpu)
         equivalents += max(min(free, 1.0 - used), 0.0)
     return DraFree(whole, mig, round(equivalents, 9))
+
+
+# ---- Capacity (fragmentation and placeability) ----
+
+
+@dataclass(frozen=True)
+class DraCapacity:
+    """A DRA node's GPUs in physical-GPU equivalents, for fragmentation: what it offers, what claims hold, what
+    is free (`free_devices`), and the whole GPUs a whole-GPU job could still get."""
+
+    allocatable: float
+    allocated: float
+    free: DraFree
+
+    @property
+    def whole_free(self) -> int:
+        return self.free.whole_gpus
+
+
+def capacity(node: DraNode, held: Collection[DeviceKey]) -> DraCapacity:
+    """Per physical GPU: allocatable = 1 when it is published whole, else its MIG devices' shares (at most 1:
+    dynamic MIG lists placements that exclude each other); allocated = 1 when a claim holds it whole, else its
+    held MIG devices' shares (at most 1); free = `free_devices` (a GPU with any MIG device held is not free
+    whole)."""
+    allocatable = allocated = 0.0
+    by_gpu: dict[str, list[DraDevice]] = {}
+    for d in node.devices:
+        by_gpu.setdefault(d.physical_id, []).append(d)
+    for devices in by_gpu.values():
+        whole = [d for d in devices if d.type == TYPE_GPU]
+        mig = [d for d in devices if d.type == TYPE_MIG]
+        allocatable += 1.0 if whole else min(sum(device_share(d) or 0.0 for d in mig), 1.0)
+        if any(d.key in held for d in whole):
+            allocated += 1.0
+        else:
+            allocated += min(sum(device_share(d) or 0.0 for d in mig if d.key in held), 1.0)
+    return DraCapacity(round(allocatable, 9), round(allocated, 9), free_devices(node, held))

@@ -374,3 +374,32 @@ def scale_oversubscribed(tenancies: Iterable[Tenancy[T]], bucket: Interval) -> G
         oversubscribed[gpu] = over
         peak[gpu] = top
     return GpuTime(dict(share_seconds), {g: s for g, s in oversubscribed.items() if s > 0}, peak)
+
+
+# ---- Capacity (fragmentation and placeability) ----
+
+
+@dataclass(frozen=True)
+class HamiCapacity:
+    """A HAMi node's GPUs in physical-GPU equivalents at one instant."""
+
+    allocatable: float  # its registered GPUs
+    allocated: float  # per GPU, its tenants' shares added up, at most 1 (oversubscription is scaled away)
+    whole_free: int  # GPUs with no tenant: the only ones a whole-GPU job could get
+    fractions_free: Mapping[str, float]  # GPU -> the fraction its tenants leave (0 when oversubscribed)
+
+    @property
+    def free(self) -> float:
+        return round(self.allocatable - self.allocated, 9)
+
+
+def capacity(register: Register, shares: Mapping[str, float]) -> HamiCapacity:
+    """`shares`: GPU UUID -> its running tenants' shares added up (`pod_shares` of each tenant). A GPU with any
+    tenant is not free for a whole-GPU job, however small the fraction."""
+    used = {g.uuid: min(max(shares.get(g.uuid, 0.0), 0.0), 1.0) for g in register.gpus}
+    return HamiCapacity(
+        allocatable=float(len(register.gpus)),
+        allocated=round(sum(used.values()), 9),
+        whole_free=sum(1 for g in register.gpus if shares.get(g.uuid, 0.0) <= _EPS),
+        fractions_free={uuid: round(1.0 - u, 9) for uuid, u in sorted(used.items())},
+    )

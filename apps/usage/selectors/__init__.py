@@ -43,15 +43,24 @@ from apps.usage.selectors.status import (
     data_status,
     due_hours,
     final_share,
+    final_shares,
 )
-from apps.usage.selectors.workloads import CHUNK, PodUsage, Seen, pod_workloads, workload_pods, workload_seen
+from apps.usage.selectors.workloads import (
+    CHUNK,
+    PodUsage,
+    Seen,
+    pod_workloads,
+    workload_modes,
+    workload_pods,
+    workload_seen,
+)
 
 __all__ = [
     "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "CHUNK", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
     "IMPLIED_KEYS", "MONEY_FIELDS", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
     "PodUsage", "Seen", "TooLarge", "UsageReport", "busy_share", "capacity_and_provisional", "capacity_rows",
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
-    "due_hours", "expand_group_by", "final_share", "has_provisional_buckets", "is_whole_day_range",
+    "due_hours", "expand_group_by", "final_share", "final_shares", "has_provisional_buckets", "is_whole_day_range",
     "ledger_version", "make_filters", "pod_workloads", "usage_report",
-    "workload_pods", "workload_seen",
+    "workload_modes", "workload_pods", "workload_seen",
 ]

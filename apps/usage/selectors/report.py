@@ -35,8 +35,9 @@ GROUP_KEYS: tuple[str, ...] = (
     "team", "namespace", "workload", "pod", "cluster", "node_group", "gpu_model", "day", "hour",
 )
 # Keys that always come along: a workload is named within its namespace; a pod row carries its namespace,
-# workload and node (interfaces.md).
-IMPLIED_KEYS: dict[str, tuple[str, ...]] = {"workload": ("namespace",), "pod": ("namespace", "workload", "node")}
+# workload, node and how its GPUs were handed out, `allocation_mode` (interfaces.md).
+IMPLIED_KEYS: dict[str, tuple[str, ...]] = {"workload": ("namespace",),
+                                            "pod": ("namespace", "workload", "node", "allocation_mode")}
 # Part of the cache key: a cached answer is a pickled `UsageReport`, and one of an older shape (a shared Redis
 # across a deploy) must never be read back as the new one. Bump when UsageReport or its figures change shape.
 CACHE_FORMAT = 2

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Max, Min, Q, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 from django.utils import timezone
 
 from apps.common.timeutils import HOUR, floor_hour, hours_between
@@ -187,12 +187,30 @@ def final_share(start: datetime, end: datetime, *, clusters: Sequence[str] | Non
     them, or those named): every hour of the range counts for such a cluster, including those before its first
     bucket (as a report period's coverage does, `apps.reports.periods.period_state`). None when no cluster was
     collecting."""
-    first = Bucket.objects.values("cluster_id").annotate(first=Min("hour")).filter(first__lt=end)
+    return final_shares([(start, end)], clusters=clusters)[0]
+
+
+def final_shares(ranges: Sequence[tuple[datetime, datetime]], *,
+                 clusters: Sequence[str] | None = None) -> list[float | None]:
+    """`final_share` of each range, in two queries whatever their number (a page compares against several
+    periods: one query per period would grow with them)."""
+    if not ranges:
+        return []
+    firsts = Bucket.objects.values("cluster_id").annotate(first=Min("hour"))
     if clusters:
-        first = first.filter(cluster__name__in=list(clusters))
-    ids = [row["cluster_id"] for row in first]
-    if not ids:
-        return None
-    final = Bucket.objects.filter(cluster_id__in=ids, hour__gte=start, hour__lt=end, state=Bucket.State.FINAL,
-                                  status=Bucket.Status.OK).count()
-    return final / (len(ids) * len(hours_between(start, end)))
+        firsts = firsts.filter(cluster__name__in=list(clusters))
+    first = {row["cluster_id"]: row["first"] for row in firsts}
+    if not first:
+        return [None] * len(ranges)
+    counts = Bucket.objects.filter(cluster_id__in=list(first), state=Bucket.State.FINAL,
+                                   status=Bucket.Status.OK).aggregate(**{
+        f"r{i}": Count("id", filter=Q(hour__gte=start, hour__lt=end)) for i, (start, end) in enumerate(ranges)})
+    shares: list[float | None] = []
+    for i, (start, end) in enumerate(ranges):
+        collecting = [cid for cid, hour in first.items() if hour < end]
+        if not collecting:
+            shares.append(None)
+            continue
+        # Only the clusters collecting by this range's end count; a later cluster has no final hour in it.
+        shares.append(counts[f"r{i}"] / (len(collecting) * len(hours_between(start, end))))
+    return shares

@@ -38,6 +38,7 @@ class PodUsage:
     last_hour: datetime
     hours: int
     figures: UsageFigures
+    allocation_mode: str = "device_plugin"  # how its GPUs were handed out (gpus.AllocationMode)
 
 
 def workload_pods(
@@ -52,7 +53,7 @@ def workload_pods(
         qs = qs.filter(team__in=sorted(visible_teams))
     rows = (
         qs.values("team", "pod", "pod_uid", "node", "node_group", "gpu_model", "resources", "cluster_queue",
-                  "local_queue")
+                  "local_queue", "allocation_mode")
         .annotate(
             gpus=Max("gpus"), first_hour=Min("hour"), last_hour=Max("hour"), hours=Count("id"),
             _allocated=Sum("allocated_gpu_hours"), _working=Sum(f"working_{signal}"), _idle=Sum(f"idle_{signal}"),
@@ -73,9 +74,34 @@ def workload_pods(
                 cost=money.micro(r["_cost"]), idle_cost=money.micro(r["_idle_cost"]),
                 unpriced_gpu_hours=round_hours(r["_unpriced"]),
             ),
+            allocation_mode=r["allocation_mode"],
         )
         for r in rows
     ]
+
+
+WorkloadKey = tuple[str, str, str]  # cluster, namespace, workload
+
+
+def workload_modes(*, start: datetime, end: datetime, visible_teams: set[str] | None,
+                   workloads: Iterable[WorkloadKey]) -> dict[WorkloadKey, list[str]]:
+    """How the pods of each of `workloads` had their GPUs handed out in `[start, end)` (the pod rows'
+    `allocation_mode`s, sorted): a page's worth of workloads, read by the ledger's workload index in one query
+    per CHUNK workload names."""
+    wanted = set(workloads)
+    names = sorted({w for _c, _n, w in wanted})
+    clusters = sorted({c for c, _n, _w in wanted})
+    out: dict[WorkloadKey, set[str]] = defaultdict(set)
+    for i in range(0, len(names), CHUNK):
+        qs = PodHour.objects.filter(cluster__name__in=clusters, workload__in=names[i : i + CHUNK], hour__gte=start,
+                                    hour__lt=end)
+        if visible_teams is not None:
+            qs = qs.filter(team__in=sorted(visible_teams))
+        rows = qs.values_list("cluster__name", "namespace", "workload", "allocation_mode").distinct()
+        for cluster, namespace, workload, mode in rows:
+            if (cluster, namespace, workload) in wanted:
+                out[(cluster, namespace, workload)].add(mode)
+    return {key: sorted(modes) for key, modes in out.items()}
 
 
 @dataclass(frozen=True)

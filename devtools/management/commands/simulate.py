@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
@@ -35,8 +36,8 @@ RENAME_HELP = (
 
 LARGE_NODES_HELP = "large scenario only: its number of 8-GPU nodes (default 1250 = 10,000 GPUs; 125 = 1,000 GPUs)"
 DRA_FRACTION_HELP = "large scenario only: the fraction of its nodes on NVIDIA's DRA driver, e.g. 0.333 (default 0)"
-WITH_DRA_HELP = ("demo scenario only: add its DRA node group and HAMi node "
-                 "(default: devtools.simulator.scenarios.DEMO_WITH_DRA)")
+WITH_DRA_HELP = ("demo scenario only: with (--with-dra) or without (--no-with-dra) its DRA node group and HAMi "
+                 "node (default: devtools.simulator.scenarios.DEMO_WITH_DRA, on)")
 
 
 def _rename(value: str) -> tuple[str, str]:
@@ -71,7 +72,7 @@ class Command(BaseCommand):
         s.add_argument("--days", type=float, default=7)
         s.add_argument("--large-nodes", type=int, default=None, metavar="N", help=LARGE_NODES_HELP)
         s.add_argument("--dra-fraction", type=float, default=None, metavar="F", help=DRA_FRACTION_HELP)
-        s.add_argument("--with-dra", action="store_true", default=None, help=WITH_DRA_HELP)
+        s.add_argument("--with-dra", action=argparse.BooleanOptionalAction, default=None, help=WITH_DRA_HELP)
         s.add_argument("--host", default="127.0.0.1")
         s.add_argument("--port", type=int, default=0)
         s.add_argument("--kubeconfig-out", default="var/sim-kubeconfig.yaml")
@@ -91,7 +92,7 @@ class Command(BaseCommand):
         )
         e.add_argument("--large-nodes", type=int, default=None, metavar="N", help=LARGE_NODES_HELP)
         e.add_argument("--dra-fraction", type=float, default=None, metavar="F", help=DRA_FRACTION_HELP)
-        e.add_argument("--with-dra", action="store_true", default=None, help=WITH_DRA_HELP)
+        e.add_argument("--with-dra", action=argparse.BooleanOptionalAction, default=None, help=WITH_DRA_HELP)
         e.add_argument("--hostname-label", choices=["Hostname", "hostname"], default="Hostname")
         e.add_argument(
             "--exported-labels",
