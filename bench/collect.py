@@ -465,7 +465,7 @@ def main() -> None:
     finally:
         stop_fleet(prom, server, bool(args.prom_data))
     print()
-    print(f"bucket (1 h of {cluster.name}, 10,000 GPUs): {bucket_seconds:.2f} s end to end")
+    print(f"bucket (1 h of {cluster.name}, {8 * (args.large_nodes or 1250):,} GPUs): {bucket_seconds:.2f} s end to end")
     # Nested phases (findings: ...) are inside "findings"; "other" is collect_cluster's own glue.
     print(f"{'phase':<26}{'wall s':>8}{'prom q':>8}{'prom s':>8}{'series':>9}{'sql q':>8}{'sql s':>8}")
     accounted = sum(v for k, v in phases.wall.items() if ":" not in k)
