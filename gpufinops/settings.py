@@ -110,6 +110,7 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out username or address before checking
     *(["django.contrib.auth.backends.ModelBackend"] if GPUFINOPS_LOCAL_SIGNIN else []),
     *(["apps.accounts.oidc.IdentityProviderBackend"] if GPUFINOPS_OIDC_ISSUER else []),
+    "apps.accounts.backends.StaffReadBackend",  # staff read the product's tables in the admin (authenticates nobody)
 ]
 
 ROOT_URLCONF = "gpufinops.urls"

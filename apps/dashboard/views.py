@@ -107,6 +107,10 @@ def overview(request: HttpRequest) -> HttpResponse:
     if not cluster_count:
         return render(request, "dashboard/overview.html", {"cluster_count": 0})
     scope = _scope(request)
+    if scope.visible_teams is not None and not scope.visible_teams:
+        # On no team: say so and how to fix it, rather than $0.00 tiles and "nothing collected yet" (false).
+        return render(request, "dashboard/overview.html", {"no_team": True, "cluster_count": cluster_count,
+                                                            "crumbs": [("Overview", "")]})
     data = overview_page(scope)
     crumbs = [("Overview", "")]
     if scope.filters.get("team"):

@@ -98,6 +98,9 @@ def test_a_person_on_no_team_is_told_so_not_shown_zeros(as_user):
     body = as_user("nobody").get("/workloads/").content.decode()
     assert "you are not on any team yet" in body
     assert "manage.py add_team_member" in body
+    overview = as_user("nobody").get("/").content.decode()
+    assert "You are on no team yet" in overview and "manage.py add_team_member TEAM nobody" in overview
+    assert "$0.00" not in overview and "nothing collected" not in overview.lower()
 
 
 def test_asking_for_another_teams_rows_says_it_is_not_visible(as_user):

@@ -18,9 +18,9 @@ def test_it_serves_the_overview_with_an_empty_state(client, django_user_model):
     body = response.content.decode()
     assert "No clusters yet" in body
     assert "manage.py add_cluster" in body and "make demo" in body
-    for label, href in [("Capacity", "/capacity/"), ("Queues", "/queues/"),
-                        ("API docs", "/api/v1/docs/"), ("Admin", "/admin/")]:
+    for label, href in [("Capacity", "/capacity/"), ("Queues", "/queues/"), ("API docs", "/api/v1/docs/")]:
         assert f'href="{href}"' in body, label
+    assert 'href="/admin/"' not in body  # Admin is linked only for those who can use it
     assert "/static/css/app.css" in body
     assert "cdn" not in body.lower()
 
@@ -112,3 +112,30 @@ def test_it_answers_503_when_the_database_is_down(client):
         response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json() == {"status": "degraded"}  # the error text is not for anonymous visitors
+
+
+@pytest.mark.django_db
+def test_staff_read_the_products_tables_in_the_admin_and_only_staff_see_the_link(client, django_user_model):
+    """A staff user who is not a superuser (the demo's `demo`) reads clusters and the ledger in the admin, may
+    change nothing, and never reads people or tokens; the Admin link is for staff only."""
+    Cluster.objects.create(name="prod-a", prometheus_url="http://prometheus:9090")
+    client.force_login(django_user_model.objects.create_user("ops", password="pw-123456789", is_staff=True))
+    assert 'href="/admin/"' in client.get("/glossary/").content.decode()
+    index = client.get("/admin/")
+    assert index.status_code == 200 and "have permission" not in index.content.decode()
+    assert "prod-a" in client.get("/admin/inventory/cluster/").content.decode()
+    assert client.get("/admin/inventory/cluster/add/").status_code == 403
+    assert client.get("/admin/auth/user/").status_code == 403
+    client.force_login(django_user_model.objects.create_user("ana", password="pw-123456789"))
+    assert 'href="/admin/"' not in client.get("/glossary/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_glossary_names_every_finding_term_and_dates_are_typed_iso(client, django_user_model):
+    body = client.get("/glossary/").content.decode()
+    for term in ("infra-loss", "straggler", "unhealthy-gpu", "finding", "period", "change"):
+        assert f'id="{term}"' in body, term
+    Cluster.objects.create(name="prod-a", prometheus_url="http://prometheus:9090")
+    client.force_login(django_user_model.objects.create_user("ops", password="pw-123456789", is_staff=True))
+    page = client.get("/workloads/").content.decode()
+    assert 'type="date"' not in page and 'placeholder="YYYY-MM-DD"' in page
