@@ -3,6 +3,8 @@
     python bench/collect.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench]
                             [--keep-export] [--om FILE --end ISO-HOUR] [--prom-data DIR] [--rounds N] [--hours N]
                             [--dra-fraction F]
+    python bench/collect.py --compare-dra F [--om DP.om --om-dra DRA.om --end ISO-HOUR]
+                            [--prom-data DIR --prom-data-dra DIR] [--rounds N] [--large-nodes N]
 
 Exports one hour of `large` (that hour only: no hour before it), backfills a real Prometheus, serves
 the simulator's Kubernetes API, then times one `collect_cluster` bucket. Reports: bucket time, split into
@@ -12,6 +14,13 @@ in the same run (the write-path goal, at least 50 % of that ceiling: build the l
 computed bucket, delete + COPY, committed; vs the same rows pre-encoded, COPY'd into the same tables with their
 real indexes; --hours hours of the bucket per measurement, median of --rounds interleaved rounds).
 Nothing here is asserted: these are measurements (see bench/README.md).
+
+--compare-dra F measures, in one run, the bucket of the device-plugin-only fleet against the same fleet with the
+share F of its nodes on NVIDIA's DRA driver (issue 19: within 15 %): both fleets are exported and backfilled into
+their own Prometheus, served by their own simulator, then collected in --rounds interleaved rounds (the order
+alternating), each round a cluster's first collection (a fresh Cluster row), through the product's own
+collect_cluster (which reads the DRA objects beside the core LISTs); it prints each round's bucket, its phases and
+the load average before it, the medians and their ratio.
 """
 
 from __future__ import annotations
@@ -189,6 +198,162 @@ def write_path_vs_copy(cluster, hour: datetime, result, *, hours: int, rounds: i
     return times
 
 
+def start_fleet(args, label: str, dra_fraction: float | None, om_given: Path | None, prom_data: Path | None,
+                hour: datetime, end: datetime, tmp: Path):
+    """Export one hour of the fleet (unless `om_given`), backfill a Prometheus with it (unless `prom_data` already
+    holds it), start it, and serve the same fleet's Kubernetes API: (PrometheusServer, simulator process,
+    kubeconfig path)."""
+    from tests.harness.prometheus import PrometheusServer
+    from tests.harness.services import free_port, tcp_reachable
+
+    om = om_given or tmp / f"{label}.om"
+    # The same scenario for the export and the server: built from the same options.
+    scenario = ["--scenario", "large", *(["--dra-fraction", str(dra_fraction)] if dra_fraction else []),
+                *(["--large-nodes", str(args.large_nodes)] if args.large_nodes else [])]
+    if not om_given:
+        t0 = time.perf_counter()
+        # The simulator runs in its own processes so the peak RSS below is the collector's alone.
+        subprocess.run([sys.executable, str(ROOT / "manage.py"), "simulate", "export-openmetrics", *scenario,
+                        "--since", hour.isoformat(), "--until", end.isoformat(), "--step", str(args.step),
+                        "--out", str(om)], check=True)
+        print(f"{label} export: {time.perf_counter() - t0:.1f}s, {om.stat().st_size / 1e6:.0f} MB to {om}",
+              flush=True)
+    t0 = time.perf_counter()
+    # promtool is run here rather than by the test harness's backfill, whose 300 s timeout an 8.7 GB export
+    # overruns on a loaded 2-core machine (bench set-up, not collection).
+    data_dir = prom_data or Path(tempfile.mkdtemp(prefix="gpufinops-prometheus-")) / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    prom = PrometheusServer(data_dir, port=free_port())
+    try:
+        if not any(data_dir.iterdir()):
+            subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(data_dir)],
+                           check=True, stdout=subprocess.DEVNULL)
+        if not (om_given or args.keep_export):
+            om.unlink()  # several GB of /tmp per run otherwise
+        prom.start(timeout=300)
+    except BaseException:
+        if prom_data:
+            prom.stop()
+        else:
+            prom.close()
+        raise
+    print(f"{label} promtool backfill + Prometheus ready: {time.perf_counter() - t0:.1f}s", flush=True)
+    kubeconfig = tmp / f"{label}.kubeconfig"
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "simulate", "serve", *scenario,
+                               "--at", end.isoformat(), "--port", str(port), "--kubeconfig-out", str(kubeconfig)])
+    deadline = time.monotonic() + 300
+    while not (kubeconfig.exists() and tcp_reachable("127.0.0.1", port)):
+        if server.poll() is not None or time.monotonic() > deadline:
+            prom.stop() if prom_data else prom.close()
+            raise SystemExit("simulator did not start")
+        time.sleep(0.5)
+    return prom, server, kubeconfig
+
+
+def stop_fleet(prom, server, kept: bool) -> None:
+    server.terminate()
+    server.wait()
+    if kept:
+        prom.stop()  # a kept data dir serves the next run
+    else:
+        prom.close()
+
+
+def compare_dra(args, hour: datetime, end: datetime, tmp: Path) -> None:
+    """The bucket of the device-plugin-only fleet vs the same fleet with `args.compare_dra` of its nodes on DRA,
+    in one run: `args.rounds` interleaved rounds (order alternating), each a first collection of a fresh cluster."""
+    from django.db.models import Count, Q, Sum
+
+    from apps.findings.models import FindingHour
+    from apps.ingest import services as ingest_services
+    from apps.ingest.collectors.prometheus import PrometheusSource
+    from apps.ingest.services import collect_cluster
+    from apps.inventory.models import Cluster
+    from apps.usage import services as usage_services
+    from apps.usage.models import NodeHour, PodHour
+
+    fleets = {"device plugin only": (None, args.om, args.prom_data),
+              f"{args.compare_dra:g} on DRA": (args.compare_dra, args.om_dra, args.prom_data_dra)}
+    started: dict[str, tuple] = {}
+    try:
+        for i, (label, (fraction, om, prom_data)) in enumerate(fleets.items()):
+            started[label] = start_fleet(args, f"fleet{i}", fraction, om, prom_data, hour, end, tmp)
+        Cluster.objects.filter(name__startswith="bench-dra-cmp-").delete()
+        phases = Phases()
+        phases.wrap(ingest_services, "read_snapshot", "k8s read")
+        phases.wrap(ingest_services, "record_snapshot", "k8s record")
+        phases.wrap(usage_services, "collect_bucket", "ledger bucket")
+        phases.wrap(ingest_services, "record_findings", "findings")
+        phases.wrap_query(PrometheusSource)
+        runs: dict[str, list[dict]] = defaultdict(list)
+        labels = list(fleets)
+        # One untimed collection of each fleet first: the run's first collection pays the imports, the client's
+        # set-up and the simulator's and Prometheus's cold caches, which would weigh on whichever fleet goes first.
+        for i, label in enumerate(labels):
+            prom, _server, kubeconfig = started[label]
+            warm = Cluster.objects.create(name=f"bench-dra-cmp-{i}-warm-up", prometheus_url=prom.url,
+                                          kubeconfig_path=str(kubeconfig))
+            t0 = time.perf_counter()
+            collect_cluster(warm, [hour], now=end)
+            print(f"warm-up {label}: {time.perf_counter() - t0:.2f} s (not counted)", flush=True)
+        for r in range(args.rounds):
+            for k, label in enumerate(labels if r % 2 == 0 else labels[::-1]):
+                prom, _server, kubeconfig = started[label]
+                cluster = Cluster.objects.create(name=f"bench-dra-cmp-{labels.index(label)}-{r}",
+                                                 prometheus_url=prom.url, kubeconfig_path=str(kubeconfig))
+                wall_before = dict(phases.wall)
+                load = os.getloadavg()
+                t0 = time.perf_counter()
+                report = collect_cluster(cluster, [hour], now=end)
+                seconds = time.perf_counter() - t0
+                pods = PodHour.objects.filter(cluster=cluster, hour=hour).aggregate(
+                    rows=Count("id"), dra_rows=Count("id", filter=Q(allocation_mode="dra")),
+                    gpu_hours=Sum("allocated_gpu_hours"),
+                    dra_gpu_hours=Sum("allocated_gpu_hours", filter=Q(allocation_mode="dra")))
+                nodes = NodeHour.objects.filter(cluster=cluster, hour=hour).aggregate(
+                    rows=Count("id"), dra_rows=Count("id", filter=Q(allocation_mode="dra")),
+                    capacity=Sum("capacity_gpu_hours"), allocated=Sum("allocated_gpu_hours"))
+                run = {"round": r + 1, "seconds": seconds, "load": load, "ok": report.ok and not report.findings_failed,
+                       "phases": {k: phases.wall[k] - wall_before.get(k, 0.0) for k in phases.wall},
+                       "pods": pods, "nodes": nodes,
+                       "findings": FindingHour.objects.filter(cluster=cluster, hour=hour).count()}
+                runs[label].append(run)
+                print(f"round {r + 1}.{k + 1} {label:<20} bucket {seconds:6.2f} s  load before "
+                      + " ".join(f"{v:.2f}" for v in load)
+                      + ("" if run["ok"] else f"  NOT CLEAN: failed={report.failed} degraded={report.degraded} "
+                                                f"findings_failed={report.findings_failed}"), flush=True)
+    finally:
+        for label, (prom, server, _kubeconfig) in started.items():
+            fraction, _om, prom_data = fleets[label]
+            stop_fleet(prom, server, bool(prom_data))
+    gpus = 8 * (args.large_nodes or 1250)
+    print()
+    print(f"bucket (1 h of the large fleet, {gpus:,} GPUs), first collection of a fresh cluster per round, "
+          f"{args.rounds} interleaved rounds ({os.cpu_count()} CPUs):")
+    print(f"{'fleet':<22}{'median s':>9}  rounds s (load 1-min before)   "
+          f"k8s read / record / ledger / findings (median s)")
+    medians = {}
+    for label in labels:
+        rs = runs[label]
+        medians[label] = statistics.median(r["seconds"] for r in rs)
+        ph = " / ".join(f"{statistics.median(r['phases'].get(k, 0.0) for r in rs):.2f}"
+                        for k in ["k8s read", "k8s record", "ledger bucket", "findings"])
+        each = ", ".join(f"{r['seconds']:.2f} ({r['load'][0]:.1f})" for r in rs)
+        print(f"{label:<22}{medians[label]:>9.2f}  {each}   {ph}")
+    base, dra_label = labels
+    print(f"ratio DRA / device plugin only: {medians[dra_label] / medians[base]:.3f} "
+          f"({medians[dra_label] / medians[base] - 1:+.1%}; goal within 15 %); per round: "
+          + " ".join(f"{d['seconds'] / b['seconds']:.3f}" for b, d in zip(runs[base], runs[dra_label], strict=True)))
+    for label in labels:
+        last = runs[label][-1]
+        p, n = last["pods"], last["nodes"]
+        print(f"{label}: pod rows {p['rows']} ({p['dra_rows']} dra), allocated {p['gpu_hours'] or 0:.1f} GPU-h "
+              f"({p['dra_gpu_hours'] or 0:.1f} through DRA); node rows {n['rows']} ({n['dra_rows']} dra), capacity "
+              f"{n['capacity'] or 0:.1f} GPU-h, allocated {n['allocated'] or 0:.1f}; {last['findings']} finding rows"
+              + ("" if all(r["ok"] for r in runs[label]) else "; some collections NOT clean"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
@@ -203,6 +368,13 @@ def main() -> None:
     parser.add_argument("--dra-fraction", type=float, default=None,
                         help="the share of the fleet's nodes on NVIDIA's DRA driver (0.333: a third; the same jobs, "
                              "held through ResourceClaims); an --om export or --prom-data must have been made with it")
+    parser.add_argument("--large-nodes", type=int, default=None,
+                        help="8-GPU nodes of the fleet (default 1,250 = 10,000 GPUs); the same for every export")
+    parser.add_argument("--compare-dra", type=float, default=None, metavar="F",
+                        help="one run, two fleets: device-plugin only vs the share F of the nodes on DRA, the bucket "
+                             "of each in --rounds interleaved rounds (medians, ratio, load averages)")
+    parser.add_argument("--om-dra", type=Path, help="with --compare-dra: reuse this export of the DRA fleet")
+    parser.add_argument("--prom-data-dra", type=Path, help="with --compare-dra: the DRA fleet's Prometheus data dir")
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.db
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
@@ -225,53 +397,16 @@ def main() -> None:
     from apps.usage import services as usage_services
     from apps.usage.models import NodeHour, PodHour
     from apps.usage.services import POD_COLUMNS
-    from tests.harness.prometheus import PrometheusServer
-    from tests.harness.services import free_port, tcp_reachable
 
     call_command("migrate", verbosity=0)
     end = datetime.fromisoformat(args.end) if args.end else datetime.now(UTC).replace(minute=0, second=0,
                                                                                        microsecond=0)
     hour = end - timedelta(hours=1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-collect-"))
-    om = args.om or tmp / "large.om"
-    # The same scenario for the export and the server: built from the same options.
-    scenario = ["--scenario", "large", *(["--dra-fraction", str(args.dra_fraction)] if args.dra_fraction else [])]
-    if not args.om:
-        t0 = time.perf_counter()
-        # The simulator runs in its own processes so the peak RSS below is the collector's alone.
-        subprocess.run([sys.executable, str(ROOT / "manage.py"), "simulate", "export-openmetrics", *scenario,
-                        "--since", hour.isoformat(), "--until", end.isoformat(), "--step", str(args.step),
-                        "--out", str(om)], check=True)
-        print(f"export: {time.perf_counter() - t0:.1f}s, {om.stat().st_size / 1e6:.0f} MB to {om}", flush=True)
-    t0 = time.perf_counter()
-    # promtool is run here rather than by the test harness's backfill, whose 300 s timeout an 8.7 GB export
-    # overruns on a loaded 2-core machine (bench set-up, not collection).
-    data_dir = args.prom_data or Path(tempfile.mkdtemp(prefix="gpufinops-prometheus-")) / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    prom = PrometheusServer(data_dir, port=free_port())
-    try:
-        if not any(data_dir.iterdir()):
-            subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(data_dir)],
-                           check=True, stdout=subprocess.DEVNULL)
-        if not (args.om or args.keep_export):
-            om.unlink()  # several GB of /tmp per run otherwise
-        prom.start(timeout=300)
-    except BaseException:
-        if args.prom_data:
-            prom.stop()
-        else:
-            prom.close()
-        raise
-    print(f"promtool backfill + Prometheus ready: {time.perf_counter() - t0:.1f}s", flush=True)
-    kubeconfig = tmp / "kubeconfig"
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "simulate", "serve", *scenario,
-                               "--at", end.isoformat(), "--port", str(port), "--kubeconfig-out", str(kubeconfig)])
-    deadline = time.monotonic() + 300
-    while not (kubeconfig.exists() and tcp_reachable("127.0.0.1", port)):
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("simulator did not start")
-        time.sleep(0.5)
+    if args.compare_dra is not None:
+        compare_dra(args, hour, end, tmp)
+        return
+    prom, server, kubeconfig = start_fleet(args, "large", args.dra_fraction, args.om, args.prom_data, hour, end, tmp)
     try:
         Cluster.objects.filter(name="bench-large").delete()
         cluster = Cluster.objects.create(name="bench-large", prometheus_url=prom.url, kubeconfig_path=str(kubeconfig))
@@ -328,14 +463,9 @@ def main() -> None:
         n = (len(pod_rows) + NodeHour.objects.filter(cluster=cluster, hour=hour).count()) * args.hours
         times = write_path_vs_copy(cluster, hour, computed["result"], hours=args.hours, rounds=args.rounds)
     finally:
-        server.terminate()
-        server.wait()
-        if args.prom_data:
-            prom.stop()  # a kept data dir serves the next run
-        else:
-            prom.close()
+        stop_fleet(prom, server, bool(args.prom_data))
     print()
-    print(f"bucket (1 h of {cluster.name}, 10,000 GPUs): {bucket_seconds:.2f} s end to end")
+    print(f"bucket (1 h of {cluster.name}, {8 * (args.large_nodes or 1250):,} GPUs): {bucket_seconds:.2f} s end to end")
     # Nested phases (findings: ...) are inside "findings"; "other" is collect_cluster's own glue.
     print(f"{'phase':<26}{'wall s':>8}{'prom q':>8}{'prom s':>8}{'series':>9}{'sql q':>8}{'sql s':>8}")
     accounted = sum(v for k, v in phases.wall.items() if ":" not in k)
