@@ -37,6 +37,9 @@ class Column:
     kind: str = "text"
     term: str = ""  # glossary anchor (/glossary/#<term>)
     sortable: bool = False
+    # Shown on the screen only after the table's "more columns" toggle (cluster, node group, GPU model, ...), so the
+    # name, the sort key and the money fit at 1,280 px; the CSV keeps every column in its own order.
+    secondary: bool = False
 
     @property
     def numeric(self) -> bool:
@@ -84,11 +87,24 @@ class Block:
         return out
 
     @cached_property
+    def screen_columns(self) -> list[Column]:
+        """The columns in the screen's order: the name, then the money (the usual sort key: idle cost), then the
+        rest, the secondary ones last (folded). The CSV keeps `columns` as they are."""
+        first, rest = self.columns[:1], self.columns[1:]
+        money = [c for c in rest if c.kind in ("usd", "signed_usd") and not c.secondary]
+        others = [c for c in rest if c not in money and not c.secondary]
+        return first + money + others + [c for c in rest if c.secondary]
+
+    @cached_property
+    def secondary(self) -> list[Column]:
+        return [c for c in self.columns if c.secondary]
+
+    @cached_property
     def body(self) -> list[SafeString]:
         """The table's rows as HTML (escaped here: tenants write names): built in Python, since a template loop
         over thousands of cells costs more than the page's queries."""
         printed = self.printed
-        return [row_html(self.columns, {**r, **printed.get(id(r), {})}) for r in self.rows]
+        return [row_html(self.screen_columns, {**r, **printed.get(id(r), {})}) for r in self.rows]
 
     @cached_property
     def foot(self) -> SafeString:
@@ -96,7 +112,7 @@ class Block:
             return mark_safe("")
         shown = {c.key: as_shown(self.totals[c.key], PRINTED_UNITS[c.kind]) for c in self.columns
                  if c.kind in PRINTED_UNITS and self.totals.get(c.key) is not None}
-        return row_html(self.columns, {**self.totals, **shown}, foot=True)
+        return row_html(self.screen_columns, {**self.totals, **shown}, foot=True)
 
     def csv(self) -> bytes:
         """Exactly the table's rows and columns (headers as on the screen) and its totals row, at the API's
@@ -184,6 +200,7 @@ def row_html(columns: Sequence[Column], row: dict[str, Any], *, foot: bool = Fal
             inner = format_html('<a href="{}">{}</a>', href, text) if href else escape(text)
             cells.append(format_html('<th scope="row">{}</th>', inner))
         else:
-            cells.append(format_html('<td class="num">{}</td>' if c.numeric else "<td>{}</td>", text))
+            cls = " ".join(n for n in ("num" if c.numeric else "", "sec" if c.secondary else "") if n)
+            cells.append(format_html('<td class="{}">{}</td>', cls, text) if cls else format_html("<td>{}</td>", text))
     cls = ROW_CLASSES.get(row.get("kind", ""), "")
     return format_html("<tr{}>{}</tr>", format_html(' class="{}"', cls) if cls else "", mark_safe("".join(cells)))

@@ -23,10 +23,11 @@ TILE_FIELDS = {
     "Idle in allocations (GPU-hours)": ("idle_gpu_hours", "gpuh"),
     "Unmeasured GPU-hours": ("unmeasured_gpu_hours", "gpuh"),
 }
-# Columns of the workloads table (apps/dashboard/selectors/workloads.py WORKLOAD_COLUMNS) and of the pods table.
-WORKLOAD_NUMBERS = {6: ("allocated_gpu_hours", "gpuh"), 7: ("working_gpu_hours", "gpuh"),
-                    8: ("idle_gpu_hours", "gpuh"), 9: ("unmeasured_gpu_hours", "gpuh"), 11: ("cost", "usd"),
-                    12: ("idle_cost", "usd")}
+# Columns of the workloads table in the screen's order (apps/dashboard/tables.py `Block.screen_columns`: the name,
+# the money, the rest, the folded secondary columns last): 0 workload, 1 cost, 2 idle cost, 3 namespace, 4 team.
+WORKLOAD_NUMBERS = {5: ("allocated_gpu_hours", "gpuh"), 6: ("working_gpu_hours", "gpuh"),
+                    7: ("idle_gpu_hours", "gpuh"), 8: ("unmeasured_gpu_hours", "gpuh"), 1: ("cost", "usd"),
+                    2: ("idle_cost", "usd")}
 
 
 def api(browser, path: str, **params) -> dict:
@@ -91,8 +92,8 @@ def test_a_team_lead_walks_from_sign_in_to_the_pods_of_the_workload_that_wasted_
     assert len(rows) == len(api_rows)
     idle_costs = []
     for row in rows:
-        r = api_rows[(row[1], row[0])]
-        assert row[2] == "research"
+        r = api_rows[(row[3], row[0])]
+        assert row[4] == "research"
         for col, (field, kind) in WORKLOAD_NUMBERS.items():
             assert row[col] == format_cell(r[field], kind), (row[0], field)
         idle_costs.append(money(r["idle_cost"]))
@@ -147,7 +148,7 @@ def test_the_workloads_page_shows_the_oracles_figures_for_the_final_hours(demo_d
     rows = table(browser, "workloads")
     assert len(rows) == len(got) > 3
     for row in rows:
-        r = got[(row[2], row[1], row[0])]
+        r = got[(row[4], row[3], row[0])]
         for col, (field, kind) in WORKLOAD_NUMBERS.items():
             assert row[col] == format_cell(r[field], kind), (row[0], field)
 
@@ -248,3 +249,34 @@ def test_the_api_docs_render_offline(demo_db, browser):
     browser.goto(demo_db.url + "/api/v1/docs/")
     browser.wait_for("document.querySelectorAll('.opblock').length > 5", timeout=30)
     assert "/api/v1/usage/" in browser.eval("document.body.innerText")
+
+
+# Every page with tables, as finance (who sees the most columns); the workload page is reached from the workloads table.
+FIT_PAGES = ("/", "/workloads/", "workload", "/queues/", "/teams/", "/fleet/", "/capacity/", "/data-status/",
+             "/findings/", "/reports/")
+# Each table wider than the box it sits in (its scrolling wrapper, or its parent): "which table, how wide, in what".
+CLIPPED = """Array.from(document.querySelectorAll('table')).map(t => {
+  const box = t.closest('.table-wrap') || t.parentElement;
+  const name = (t.closest('section[id]') || {}).id || box.getAttribute('aria-label')
+    || (t.closest('section') && t.closest('section').querySelector('h2') || {}).textContent || '?';
+  return [name.trim(), t.scrollWidth, box.clientWidth, box.scrollWidth];
+}).filter(([, w, c, s]) => w > c || s > c)"""
+
+
+@pytest.mark.services
+def test_no_table_is_clipped_at_1280_px(demo_db, browser):
+    """Issue 21, "tables that fit": at 1,280 px every table of every page fits its box, so the sort key and the
+    money are never behind a horizontal scrollbar (secondary columns fold behind a toggle)."""
+    browser.send("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+    sign_in(browser, demo_db, "fin")
+    clipped = {}
+    for path in FIT_PAGES:
+        if path == "workload":
+            browser.goto(demo_db.url + "/workloads/")
+            path = browser.eval("document.querySelector('#workloads tbody th a').getAttribute('href')")
+        browser.goto(demo_db.url + path)
+        assert browser.eval("window.innerWidth") == 1280  # (the page less its vertical scrollbar)
+        assert browser.eval("document.querySelectorAll('table').length") > 0, path
+        if found := browser.eval(CLIPPED):
+            clipped[path] = found
+    assert clipped == {}, f"clipped tables at 1280 px ([block, table width, box width, box scroll]): {clipped}"

@@ -19,7 +19,7 @@ from apps.usage.figures import CapacityFigures, CapacityRow, UsageFigures
 from apps.usage.selectors import capacity_rows, clusters_missing_signal
 
 GROUP_COLUMNS = [
-    Column("group", "Cluster / node group", "text", "node-group"), Column("gpu_model", "GPU model"),
+    Column("group", "Cluster / node group", "text", "node-group"), Column("gpu_model", "GPU model", secondary=True),
     Column("capacity_gpu_hours", "Capacity (GPU-h)", "gpuh", "capacity"),
     Column("allocated_gpu_hours", "Allocated (GPU-h)", "gpuh", "allocated"),
     Column("working_gpu_hours", "Working (GPU-h)", "gpuh", "working"),

@@ -16,8 +16,8 @@ from apps.inventory.models import Node
 from apps.inventory.selectors import gpu_nodes
 
 NODE_COLUMNS = [
-    Column("node", "Node"), Column("node_group", "Cluster / node group", "text", "node-group"),
-    Column("gpu_model", "GPU model"), Column("physical_gpus", "GPUs", "int", "capacity"),
+    Column("node", "Node"), Column("node_group", "Cluster / node group", "text", "node-group", secondary=True),
+    Column("gpu_model", "GPU model", secondary=True), Column("physical_gpus", "GPUs", "int", "capacity"),
     Column("mode", "Handed out by", "text", "allocation-mode"), Column("state", "State"),
     Column("now", "Now"),
 ]

@@ -17,9 +17,11 @@ from apps.usage.figures import Unit, UsageFigures
 from apps.usage.selectors import PodUsage, Seen, workload_pods, workload_seen
 
 POD_COLUMNS = [
-    Column("pod", "Pod", "text", ""), Column("node", "Node"), Column("node_group", "Node group", "text", "node-group"),
-    Column("gpu_model", "GPU model"), Column("mode", "Handed out by", "text", "allocation-mode"),
-    Column("resources", "Request"),
+    Column("pod", "Pod", "text", ""), Column("node", "Node"),
+    Column("node_group", "Node group", "text", "node-group", secondary=True),
+    Column("gpu_model", "GPU model", secondary=True),
+    Column("mode", "Handed out by", "text", "allocation-mode", secondary=True),
+    Column("resources", "Request", secondary=True),
     Column("gpus", "GPUs held", "gpus", "allocated"), Column("queue", "Queue", "text", "queue"),
     Column("first_hour", "From (UTC)", "datetime"), Column("until", "Until (UTC)", "datetime"),
     Column("allocated_gpu_hours", "Allocated (GPU-h)", "gpuh", "allocated"),
