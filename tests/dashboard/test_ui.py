@@ -66,6 +66,19 @@ def money(v) -> Decimal:
     return Decimal(str(v))
 
 
+def printed_column(values: list, total, kind: str) -> list[str]:
+    """A table column as the page must print it: the API's values apportioned to the printed total by largest
+    remainder (`apps.usage.figures.apportion_places`, the e-mail's rule), so the printed rows add up to the printed
+    totals row; each cell is then at most one printed unit from its own rounding."""
+    from apps.usage.figures import TENTH, apportion_places, as_shown
+    from apps.usage.money import CENT
+
+    unit, places = ("usd", CENT) if kind == "usd" else ("gpuh", TENTH)
+    cells = [format_cell(v, kind) for v in apportion_places(values, as_shown(total, unit), places)]
+    assert sum(Decimal(c.replace(",", "").replace("$", "")) for c in cells) == as_shown(total, unit)
+    return cells
+
+
 def test_a_team_lead_walks_from_sign_in_to_the_pods_of_the_workload_that_wasted_most(demo_db, browser):
     sign_in(browser, demo_db, "lead")
     assert browser.eval("location.pathname") == "/"
@@ -91,11 +104,12 @@ def test_a_team_lead_walks_from_sign_in_to_the_pods_of_the_workload_that_wasted_
     api_rows = {(r["namespace"], r["workload"]): r for r in by_workload["results"]}
     assert len(rows) == len(api_rows)
     idle_costs = []
-    for row in rows:
-        r = api_rows[(row[3], row[0])]
+    ordered = [api_rows[(row[3], row[0])] for row in rows]
+    for col, (field, kind) in WORKLOAD_NUMBERS.items():
+        expected = printed_column([r[field] for r in ordered], by_workload["totals"][field], kind)
+        assert [row[col] for row in rows] == expected, field
+    for row, r in zip(rows, ordered, strict=True):
         assert row[4] == "research"
-        for col, (field, kind) in WORKLOAD_NUMBERS.items():
-            assert row[col] == format_cell(r[field], kind), (row[0], field)
         idle_costs.append(money(r["idle_cost"]))
     assert idle_costs == sorted(idle_costs, reverse=True)
     foot = table(browser, "workloads", "tfoot")[0]
@@ -120,13 +134,14 @@ def test_a_team_lead_walks_from_sign_in_to_the_pods_of_the_workload_that_wasted_
     rows = table(browser, "pods")
     assert len(rows) == len(pods["results"]) > 0
     by_pod = {r["pod"]: r for r in pods["results"]}
-    for row in rows:
-        r = by_pod[row[0]]
+    ordered = [by_pod[row[0]] for row in rows]
+    for row, r in zip(rows, ordered, strict=True):
         assert row[cols.index("Node")] == r["node"]
-        for label, field, kind in (("Allocated (GPU-h)", "allocated_gpu_hours", "gpuh"), ("Cost (USD)", "cost", "usd"),
-                                   ("Idle cost (USD)", "idle_cost", "usd"),
-                                   ("Idle in allocations (GPU-h)", "idle_gpu_hours", "gpuh")):
-            assert row[cols.index(label)] == format_cell(r[field], kind), (row[0], label)
+    for label, field, kind in (("Allocated (GPU-h)", "allocated_gpu_hours", "gpuh"), ("Cost (USD)", "cost", "usd"),
+                               ("Idle cost (USD)", "idle_cost", "usd"),
+                               ("Idle in allocations (GPU-h)", "idle_gpu_hours", "gpuh")):
+        expected = printed_column([r[field] for r in ordered], pods["totals"][field], kind)
+        assert [row[cols.index(label)] for row in rows] == expected, label
     # The activity chart draws the four signals.
     names = browser.eval("Array.from(document.querySelectorAll('#chart-activity .legendtext')).map(t => t.textContent)")
     assert names == ["SM active", "GR engine active", "Tensor active", "GPU_UTIL (naive)"]
@@ -147,10 +162,10 @@ def test_the_workloads_page_shows_the_oracles_figures_for_the_final_hours(demo_d
     got = {(r["team"], r["namespace"], r["workload"]): r for r in by_workload["results"]}
     rows = table(browser, "workloads")
     assert len(rows) == len(got) > 3
-    for row in rows:
-        r = got[(row[4], row[3], row[0])]
-        for col, (field, kind) in WORKLOAD_NUMBERS.items():
-            assert row[col] == format_cell(r[field], kind), (row[0], field)
+    ordered = [got[(row[4], row[3], row[0])] for row in rows]
+    for col, (field, kind) in WORKLOAD_NUMBERS.items():
+        expected = printed_column([r[field] for r in ordered], by_workload["totals"][field], kind)
+        assert [row[col] for row in rows] == expected, field
 
     scenario = build_scenario("demo", seed=0, end=demo_db.end, days=2, with_dra=False)  # as seeded
     truth: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
