@@ -107,7 +107,9 @@ def collector_queries(url: str) -> list[tuple[str, datetime]]:
     # The arguments past (start, end) that methods take: some devices the world has and one it has not, the
     # findings' activity threshold. Parameters with a default are left to it.
     uuids = sorted({r["metric"].get("UUID", "") for r in send("group by (UUID) (DCGM_FI_DEV_FB_USED)", END)})[:3]
-    arguments = {"label_keys": LABEL_KEYS, "uuids": [*uuids, "GPU-not-in-this-world"], "above": 0.05}
+    pods = sorted({r["metric"].get("pod", "") for r in send("group by (pod) (kube_pod_start_time)", END)} - {""})[:3]
+    arguments = {"label_keys": LABEL_KEYS, "uuids": [*uuids, "GPU-not-in-this-world"], "above": 0.05,
+                 "pods": [*pods, "pod-not-in-this-world"]}
     for start, end in buckets:
         for name in methods:
             params = inspect.signature(getattr(source, name)).parameters
