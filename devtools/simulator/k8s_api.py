@@ -417,7 +417,8 @@ def _make_handler(srv: SimServer):
                 return self._send(200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": CORE_RESOURCES})
             if parts == ["apis"]:
                 groups = [self._group(g, (v,)) for g, (v, _r) in BUILTIN_GROUPS.items()]
-                groups += [self._group(KUEUE, KUEUE_VERSIONS), self._group(VIS, ("v1beta2", "v1beta1"))]
+                if KUEUE_VERSIONS:  # a cluster without Kueue lists neither of its groups
+                    groups += [self._group(KUEUE, KUEUE_VERSIONS), self._group(VIS, ("v1beta2", "v1beta1"))]
                 if srv.scenario.dra_versions:
                     groups.append(self._group(dra.GROUP, srv.scenario.dra_versions))
                 return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
@@ -434,7 +435,7 @@ def _make_handler(srv: SimServer):
                     return self._send(200, {"kind": "APIResourceList", "apiVersion": "v1",
                                             "groupVersion": f"{group}/{version}", "resources": resources})
                 return self._resource(parts[3:], q, t, version, group=group)
-            if parts == ["apis", KUEUE]:
+            if parts == ["apis", KUEUE] and KUEUE_VERSIONS:
                 return self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(KUEUE, KUEUE_VERSIONS)})
             if len(parts) == 3 and parts[:2] == ["apis", KUEUE] and parts[2] in KUEUE_VERSIONS:
                 return self._send(
