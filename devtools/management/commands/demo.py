@@ -19,7 +19,7 @@ import secrets
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from itertools import groupby, zip_longest
@@ -30,6 +30,7 @@ from django.db import connections
 
 from apps.common.timeutils import hours_between
 from apps.inventory.models import Cluster, GpuPrice
+from apps.inventory.observations import ClusterSnapshot
 
 # List prices per GPU-hour used only by the demo (a plausible cloud on-demand order of magnitude).
 DEMO_PRICES = {
@@ -268,9 +269,17 @@ def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime]) -> in
     A live installation builds this history one collection at a time; the demo replays it so the
     fragmentation chart has a past. Only the side snapshots are recorded (nodes and pod observations
     are the ledger collection's)."""
+    from apps.ingest import services
+
+    for snap in _snapshots_at(cluster, kube_url, hours):
+        services.record_side_snapshots(cluster, snap)
+    return len(hours)
+
+
+def _snapshots_at(cluster: Cluster, kube_url: str, hours: list[datetime]) -> Iterator[ClusterSnapshot]:
+    """The simulated cluster read through the production collector as of each past hour (its API frozen there)."""
     from kubernetes import client
 
-    from apps.ingest import services
     from apps.ingest.collectors.kubernetes import read_snapshot
 
     cfg = client.Configuration()
@@ -278,10 +287,8 @@ def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime]) -> in
     cfg.api_key_prefix = {"authorization": "Bearer"}
     api_client = client.ApiClient(configuration=cfg)
     for at in hours:
-        cfg.host = f"{kube_url}/at/{at.timestamp():.0f}"  # the simulated API frozen at that hour
-        snap = dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
-        services.record_side_snapshots(cluster, snap)
-    return len(hours)
+        cfg.host = f"{kube_url}/at/{at.timestamp():.0f}"
+        yield dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
 
 
 def replay_claims(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int:
@@ -292,18 +299,10 @@ def replay_claims(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int
     collections every 5 minutes. The demo collects its week at once: it reads the simulated API as of each past
     hour first (hourly, so an idle claim's hours are to the hour)."""
     from django.db import transaction
-    from kubernetes import client
 
-    from apps.ingest.collectors.kubernetes import read_snapshot
     from apps.usage import services as ledger
 
-    cfg = client.Configuration()
-    cfg.api_key = {"authorization": "sim-token"}
-    cfg.api_key_prefix = {"authorization": "Bearer"}
-    api_client = client.ApiClient(configuration=cfg)
-    for at in hours:
-        cfg.host = f"{kube_url}/at/{at.timestamp():.0f}"  # the simulated API frozen at that hour
-        snap = dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
+    for snap in _snapshots_at(cluster, kube_url, hours):
         with transaction.atomic():
             ledger.lock_cluster(cluster)
             ledger.record_pod_observations(cluster, snap)
