@@ -11,7 +11,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
-from django.utils.html import escape, format_html
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.common.csvfile import csv_bytes
@@ -21,7 +21,7 @@ from apps.usage.money import CENT
 
 # Column kinds: how a value is shown (templatetags/dashfmt.py `cell`) and written to CSV.
 KINDS = ("text", "gpuh", "usd", "ratio", "activity", "coverage", "int", "gpus", "datetime", "date", "seconds",
-         "signed_usd", "signed_pct")
+         "signed_usd", "signed_pct", "badges")
 
 
 # Columns printed so the rows add up to the totals row (money in cents, GPU-hours at 0.1).
@@ -43,7 +43,7 @@ class Column:
 
     @property
     def numeric(self) -> bool:
-        return self.kind not in ("text", "datetime", "date")
+        return self.kind not in ("text", "datetime", "date", "badges")
 
 
 @dataclass
@@ -139,6 +139,8 @@ def csv_value(value: Any, kind: str) -> object:
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind == "date" and isinstance(value, date):
         return value.isoformat()
+    if kind == "badges":
+        return "; ".join(value)
     return value
 
 
@@ -178,11 +180,21 @@ def format_cell(value: Any, kind: str = "text") -> str:
         return f"{float(value):,.2f}".rstrip("0").rstrip(".")
     if kind == "seconds":
         return _duration(value)
+    if kind == "badges":
+        return ", ".join(value)
     if kind == "datetime" and isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     if kind == "date" and isinstance(value, date):
         return value.isoformat()
     return str(value)
+
+
+def badges_html(labels: Sequence[str], href: str | None = None) -> SafeString:
+    """A "badges" cell: each label a badge (the kinds of a row's findings), linked to the row's page's "Why" block
+    when the row links somewhere."""
+    if href:
+        return format_html_join(" ", '<a class="badge why" href="{}#why">{}</a>', ((href, b) for b in labels))
+    return format_html_join(" ", '<span class="badge why">{}</span>', ((b,) for b in labels))
 
 
 ROW_CLASSES = {"unallocated": "platform", "unassigned": "unassigned"}
@@ -199,6 +211,8 @@ def row_html(columns: Sequence[Column], row: dict[str, Any], *, foot: bool = Fal
             href = row.get("href") if not foot else None
             inner = format_html('<a href="{}">{}</a>', href, text) if href else escape(text)
             cells.append(format_html('<th scope="row">{}</th>', inner))
+        elif c.kind == "badges" and value and not foot:
+            cells.append(format_html("<td>{}</td>", badges_html(value, row.get("href"))))
         else:
             cls = " ".join(n for n in ("num" if c.numeric else "", "sec" if c.secondary else "") if n)
             cells.append(format_html('<td class="{}">{}</td>', cls, text) if cls else format_html("<td>{}</td>", text))
