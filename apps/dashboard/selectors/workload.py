@@ -34,7 +34,7 @@ POD_COLUMNS = [
     Column("unmeasured_gpu_hours", "Unmeasured (GPU-h)", "gpuh", "unmeasured"),
     Column("activity", "Activity", "activity", "activity"),
     Column("cost", "Cost (USD)", "usd", "cost"), Column("idle_cost", "Idle cost (USD)", "usd", "idle-cost"),
-    Column("findings", "Findings", "badges", "finding"),
+    Column("findings", "Findings", "badges", "finding", beside_name=True),
 ]
 WHY_COLUMNS = [
     Column("cause", "Finding", "text", "finding"), Column("where", "Where"),
