@@ -17,7 +17,7 @@ from apps.common.csvfile import csv_bytes
 from apps.common.periods import page_window, quick_windows
 from apps.inventory.selectors import team_named, visible_clusters, visible_team_rows
 
-from .grouping import GROUP_BY, Group, badge, group_by, whole_run
+from .grouping import GROUP_BY, Group, group_by, whole_run
 from .notifications import opt_out, read_opt_out_token
 from .selectors import KINDS, counts_for, finding_list
 
@@ -71,6 +71,7 @@ def findings_page(request: HttpRequest) -> HttpResponse:
         "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS, "groups": groups, "group_by": by,
         "group_choices": GROUP_BY, "namespace": namespace, "workload": workload,
         "query": urlencode([*window.params, *filters]),
+        "filter_params": filters, "filtered": any(k != "group" for k, _v in filters),
         "ungrouped_query": urlencode([*window.params, *[(k, v) for k, v in filters if k != "group"]]),
         "api_query": urlencode([*window.params, *[(k, v) for k, v in filters if k not in ("group", "ongoing")],
                                 *([("ongoing", "true" if ongoing else "false")] if ongoing is not None else [])]),
@@ -94,7 +95,7 @@ def groups_csv(groups: list[Group], by: str) -> bytes:
     """`/findings/?format=csv`: one row per group as the page shows them (run figures, exact), the flat list of
     every finding being the API's `/api/v1/findings/?format=csv`."""
     return csv_bytes([f"{by.capitalize()} ({GROUP_HEADER[0].lower()})", *GROUP_HEADER[1:]], [
-        [g.label, g.count, "; ".join(f"{badge(k)} x{n}" for k, n in g.kinds), g.ongoing,
+        [g.label, g.count, "; ".join(f"{k} x{n}" for k, n in g.kinds), g.ongoing,
          g.since.strftime("%Y-%m-%dT%H:%M:%SZ"), g.hours, round(float(g.gpu_hours), 6), g.cost, g.infra_loss,
          "; ".join(t or "platform" for t in g.teams)] for g in groups])
 

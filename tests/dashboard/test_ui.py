@@ -347,3 +347,10 @@ def test_a_team_lead_finds_which_job_wasted_most_and_why_in_two_clicks(demo_db, 
                           ".map(s => s.textContent)")
     assert groups == [f"node {node}"]
     assert clicks <= 2
+
+    # The same link without the filters (a findings e-mail's): many groups, folded, and the linked one opens.
+    fragment = browser.eval("location.hash")
+    browser.goto(f"{demo_db.url}/findings/?start={p['start']}&end={p['end']}{fragment}")
+    browser.wait_for("document.querySelectorAll('details.finding-group').length > 1")
+    browser.wait_for("document.querySelector(location.hash).closest('details').open")
+    assert browser.eval("document.querySelectorAll('details.finding-group[open]').length") == 1

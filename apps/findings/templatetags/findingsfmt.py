@@ -8,7 +8,6 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from django import template
 from django.urls import NoReverseMatch, reverse
 
-from apps.findings.grouping import badge
 from apps.findings.models import Finding
 
 register = template.Library()
@@ -49,11 +48,6 @@ def pct(value) -> str:
 @register.filter
 def utc(value) -> str:
     return "" if value is None else value.strftime("%Y-%m-%d %H:%M")
-
-
-@register.filter(name="badge")
-def badge_label(kind: str) -> str:
-    return badge(kind)
 
 
 @register.filter
