@@ -200,9 +200,11 @@ def format_cell(value: Any, kind: str = "text") -> str:
 def badges_html(labels: Sequence[str], href: str | None = None) -> SafeString:
     """A "badges" cell: each label a badge (the kinds of a row's findings), linked to the row's page's "Why" block
     when the row links somewhere."""
+    # An infra loss (a broken GPU the team paid for) in red, like the workload page's badge; the rest amber.
+    tone = [(" loss" if b == "infra loss" else "", b) for b in labels]
     if href:
-        return format_html_join(" ", '<a class="badge why" href="{}#why">{}</a>', ((href, b) for b in labels))
-    return format_html_join(" ", '<span class="badge why">{}</span>', ((b,) for b in labels))
+        return format_html_join(" ", '<a class="badge why{}" href="{}#why">{}</a>', ((t, href, b) for t, b in tone))
+    return format_html_join(" ", '<span class="badge why{}">{}</span>', tone)
 
 
 ROW_CLASSES = {"unallocated": "platform", "unassigned": "unassigned"}
