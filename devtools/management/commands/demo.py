@@ -1,9 +1,14 @@
-"""python manage.py demo [--scenario demo] [--days 7] [--seed 0]: seed the embedded demo.
+"""python manage.py demo [--scenario demo] [--days N] [--seed 0]: seed the embedded demo.
 
 Serves the simulated cluster's Kubernetes API and Prometheus on loopback ports, registers the cluster like
 any other (a kubeconfig and a Prometheus URL), sets demo prices, and collects the period through the
 production path (`apps.ingest.services.collect_cluster`, reading the simulated Prometheus with its
 `PrometheusSource`), one UTC day per call, and replays the hourly capacity and queue history.
+
+The period is the previous full ISO week and the current one (from Monday 00:00 UTC of the previous week), so
+the previous week is final: the archive then holds its final weekly report, the current week's provisional one,
+and the previous week restated once the demo's cloud bill is imported (the billed basis changes its figures).
+`--days N` collects the last N days instead (the tests' short demos; no report editions unless a week is final).
 
 Where the platform can fork, each server runs in a process of its own and two worker processes (this one
 and a fork) share the days of collection and history, so the demo uses every core.
@@ -28,6 +33,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from apps.common.commands import time_option
 from apps.common.timeutils import hours_between
 from apps.inventory.models import Cluster, GpuPrice
 from apps.inventory.observations import ClusterSnapshot
@@ -69,14 +75,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--scenario", default="demo")
-        parser.add_argument("--days", type=int, default=7)
+        parser.add_argument("--days", type=int, default=None,
+                            help="collect the last N days (default: the previous full ISO week and the current one)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--with-dra", action=argparse.BooleanOptionalAction, default=None,
                             help="demo scenario only: with (--with-dra) or without (--no-with-dra) its DRA node "
                                  "group and HAMi node (default: devtools.simulator.scenarios.DEMO_WITH_DRA, on)")
+        parser.add_argument("--now", help="ISO 8601 time (UTC unless it has an offset) to act as (default: now): the "
+                                          "simulated world ends and the collection stops there")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
-        if opts["days"] < 1:
+        if opts["days"] is not None and opts["days"] < 1:
             raise CommandError("--days must be at least 1")
         # Django's debug cursor would keep (and on SQLite re-quote, one extra query each) every statement.
         debug, settings.DEBUG = settings.DEBUG, False
@@ -92,14 +101,15 @@ class Command(BaseCommand):
 
         started = time.monotonic()
         _bypass_proxies_for_loopback()
-        now = datetime.now(UTC)
+        _sqlite_commits_without_fsync()
+        now = time_option("now", opts.get("now")) or datetime.now(UTC)
         end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-        try:
-            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"] + 1,
-                                      with_dra=opts.get("with_dra"))
+        since = demo_since(now, opts["days"])
+        try:  # the simulated world starts a day before the collection, so its first hour has a past
+            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end,
+                                      days=(end - since) / timedelta(days=1) + 1, with_dra=opts.get("with_dra"))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        since = now - timedelta(days=opts["days"])
         hours = hours_between(since, now)
         snapshots = [at for at in (h + timedelta(hours=1) for h in hours) if at <= now]
         # Bound here, served by whichever process serves them (no thread may run before the forks).
@@ -128,16 +138,17 @@ class Command(BaseCommand):
                 self.stdout.write(f"reading the DRA claims of {len(snapshots)} past hours")
                 self.stdout.flush()
                 replay_claims(cluster, servers.kube.url, snapshots)
-            # One task per UTC day and kind, collection and history interleaved so two workers stay busy.
-            tasks = [task for pair in zip_longest(_by_day("ledger", hours), _by_day("history", snapshots))
-                     for task in pair if task]
+            tasks = _schedule(_by_day("ledger", hours), _by_day("history", snapshots))
             tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours)))
         finally:
             servers.stop()
         self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
         self.stdout.write(f"{cluster.name}: {tally.written} buckets written, {len(tally.failed)} failed, "
                           f"{tally.queries} Prometheus queries, {time.monotonic() - started:.1f} s")
+        final = self._final_editions(now)
         self._finance(cluster, now)
+        if final:
+            self._restated(now)
         self._demo_user()
         if tally.failed:
             raise CommandError(f"demo collection had failures: {next(iter(tally.failed.values()))}")
@@ -154,6 +165,35 @@ class Command(BaseCommand):
         budgets = demo_budgets(cluster, now)
         self.stdout.write(f"weekly budgets: {', '.join(budgets) or 'none'} (/budgets/)")
 
+    def _final_editions(self, now: datetime) -> bool:
+        """When the previous ISO week is final (the default period), the fleet's weekly editions (scope `all`) as
+        `send_reports` makes them, with no subscription to e-mail: the previous week's final edition and the current
+        week's provisional one. Returns whether the previous week was final (a `--days` demo's seldom is)."""
+        from apps.reports.content import Scope
+        from apps.reports.periods import WEEKLY, last_complete, ledger_stamp, period_state, week
+        from apps.reports.services import current_edition
+
+        previous = last_complete(WEEKLY, now)
+        if not period_state(previous, now).final:
+            return False
+        made: list[str] = []
+        for period in (previous, week(now)):
+            state = period_state(period, now)
+            current_edition(period, Scope(None), state, now=now, stamp=ledger_stamp(period), made=made)
+        for edition in made:
+            self.stdout.write(f"report edition {edition} (/reports/)")
+        return True
+
+    def _restated(self, now: datetime) -> None:
+        """The bill just imported covers the final week: `send_reports`' restatement check finds its figures
+        changed (the billed basis) and restates it."""
+        from apps.reports.periods import WEEKLY
+        from apps.reports.services import restate_closed
+
+        for outcome in restate_closed(now=now, kinds=(WEEKLY,)):
+            for edition in outcome.editions:
+                self.stdout.write(f"report edition {edition}, restated after the bill import (/reports/)")
+
     def _demo_user(self) -> None:
         """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones)."""
         from django.contrib.auth import get_user_model
@@ -167,6 +207,16 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"sign in at {site} as demo / {password}"))
 
 
+def demo_since(now: datetime, days: int | None) -> datetime:
+    """Where the demo's collection starts: `days` before `now`, or by default Monday 00:00 UTC of the previous ISO
+    week (the one period rule's last complete week), so one whole week is final."""
+    from apps.common.periods import WEEKLY, last_complete
+
+    if days is not None:
+        return now - timedelta(days=days)
+    return last_complete(WEEKLY, now).start
+
+
 def _preload() -> None:
     """Import the collectors once here rather than once in every worker (the Kubernetes client is large)."""
     from apps.ingest.collectors import kubernetes, prometheus  # noqa: F401
@@ -174,6 +224,14 @@ def _preload() -> None:
 
 def _by_day(kind: str, hours: list[datetime]) -> list[tuple[str, list[datetime]]]:
     return [(kind, list(day)) for _date, day in groupby(hours, key=lambda h: h.date())]
+
+
+def _schedule(ledger: list, history: list) -> list:
+    """One task per UTC day and kind, interleaved so two workers stay busy, each day's history a task ahead of its
+    ledger (two tasks ahead: the two workers start on history): a snapshot recorded before its hour's bucket leaves
+    the snapshot kinds of findings to the bucket's write (`apps.findings.services.record_snapshot`) instead of both
+    computing them. The history tasks are the shorter ones, so they stay ahead."""
+    return history[:2] + [task for pair in zip_longest(ledger, history[2:]) for task in pair if task]
 
 
 class Workers:
@@ -317,6 +375,23 @@ def _bypass_proxies_for_loopback() -> None:
         if host not in hosts:
             hosts.append(host)
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(hosts)
+
+
+def _sqlite_commits_without_fsync() -> None:
+    """On SQLite (WAL, gpufinops.settings) the demo's connections commit without waiting for the disk
+    (synchronous=NORMAL: still consistent after a crash, only the last transactions may be lost on power loss): the
+    demo writes in thousands of small transactions, each of which would otherwise wait for an fsync."""
+    from django.db.backends.signals import connection_created
+
+    def pragma(sender, connection, **kwargs):  # type: ignore[no-untyped-def]
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA synchronous=NORMAL")
+
+    connection_created.connect(pragma, weak=False, dispatch_uid="gpufinops-demo-sqlite-synchronous")
+    for conn in connections.all():
+        if conn.connection is not None:  # already open in this process: the signal has been sent
+            pragma(None, conn)
 
 
 def _fork_context():  # type: ignore[no-untyped-def]
