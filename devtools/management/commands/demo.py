@@ -134,12 +134,13 @@ class Command(BaseCommand):
             self.stdout.flush()
             servers.start()
             _preload()
+            read: dict[datetime, ClusterSnapshot] = {}
             if scenario.dra_versions:  # claims keep no history: read them through the period, as beat would
                 self.stdout.write(f"reading the DRA claims of {len(snapshots)} past hours")
                 self.stdout.flush()
-                replay_claims(cluster, servers.kube.url, snapshots)
+                read = replay_claims(cluster, servers.kube.url, snapshots)
             tasks = _schedule(_by_day("ledger", hours), _by_day("history", snapshots))
-            tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours)))
+            tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours), read))
         finally:
             servers.stop()
         self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
@@ -236,17 +237,20 @@ def _schedule(ledger: list, history: list) -> list:
 
 class Workers:
     """What a worker needs to run a task: the cluster, where the simulated API is, the collection's "now",
-    and a progress counter shared by the workers."""
+    a progress counter shared by the workers, and the snapshots already read (the DRA replay's: the history
+    records the same reads instead of asking the API again; forked workers inherit them)."""
 
-    def __init__(self, cluster: Cluster, kube_url: str, now: datetime, total: int):
+    def __init__(self, cluster: Cluster, kube_url: str, now: datetime, total: int,
+                 read: dict[datetime, ClusterSnapshot] | None = None):
         self.cluster, self.kube_url, self.now, self.total = cluster, kube_url, now, total
+        self.read = read or {}
         self.done = multiprocessing.Value("i", 0)
 
     def run(self, kind: str, hours: list[datetime]) -> Tally:
         from apps.ingest import services
 
         if kind == "history":
-            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours))
+            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours, self.read))
         report = services.collect_cluster(self.cluster, hours, now=self.now, progress=self.progress)
         return Tally(written=len(report.written), failed={h.isoformat(): e for h, e in report.failed.items()},
                      queries=report.queries)
@@ -321,16 +325,19 @@ def _child(fn: Callable, args: tuple, sender) -> None:  # type: ignore[no-untype
         connections.close_all()
 
 
-def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int:
+def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime],
+                   read: dict[datetime, ClusterSnapshot] | None = None) -> int:
     """Hourly capacity and queue snapshots, each read from the simulated Kubernetes API as of its hour.
 
     A live installation builds this history one collection at a time; the demo replays it so the
     fragmentation chart has a past. Only the side snapshots are recorded (nodes and pod observations
-    are the ledger collection's)."""
+    are the ledger collection's). `read`: snapshots of some of these hours already read (as of the same hour)."""
     from apps.ingest import services
 
-    for snap in _snapshots_at(cluster, kube_url, hours):
-        services.record_side_snapshots(cluster, snap)
+    read = read or {}
+    unread = iter(_snapshots_at(cluster, kube_url, [at for at in hours if at not in read]))
+    for at in hours:
+        services.record_side_snapshots(cluster, read[at] if at in read else next(unread))
     return len(hours)
 
 
@@ -349,22 +356,24 @@ def _snapshots_at(cluster: Cluster, kube_url: str, hours: list[datetime]) -> Ite
         yield dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
 
 
-def replay_claims(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int:
+def replay_claims(cluster: Cluster, kube_url: str, hours: list[datetime]) -> dict[datetime, ClusterSnapshot]:
     """Pod and claim observations read hourly through the period, before its buckets are collected.
 
     The Kubernetes API keeps no allocation history and deletes a template's claim with its pod, so a live
     installation learns which devices a pod held (and how long a claim sat allocated with no consumer) from its
     collections every 5 minutes. The demo collects its week at once: it reads the simulated API as of each past
-    hour first (hourly, so an idle claim's hours are to the hour)."""
+    hour first (hourly, so an idle claim's hours are to the hour). Returns the snapshots read, by hour."""
     from django.db import transaction
 
     from apps.usage import services as ledger
 
+    read = {}
     for snap in _snapshots_at(cluster, kube_url, hours):
         with transaction.atomic():
             ledger.lock_cluster(cluster)
             ledger.record_pod_observations(cluster, snap)
-    return len(hours)
+        read[snap.taken_at] = snap
+    return read
 
 
 def _bypass_proxies_for_loopback() -> None:
