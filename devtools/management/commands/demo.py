@@ -24,7 +24,7 @@ import secrets
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from itertools import groupby, zip_longest
@@ -134,13 +134,14 @@ class Command(BaseCommand):
             self.stdout.flush()
             servers.start()
             _preload()
-            read: dict[datetime, ClusterSnapshot] = {}
+            ledger, history = _by_day("ledger", hours), _by_day("history", snapshots)
             if scenario.dra_versions:  # claims keep no history: read them through the period, as beat would
                 self.stdout.write(f"reading the DRA claims of {len(snapshots)} past hours")
                 self.stdout.flush()
-                read = replay_claims(cluster, servers.kube.url, snapshots)
-            tasks = _schedule(_by_day("ledger", hours), _by_day("history", snapshots))
-            tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours), read))
+                tasks: Iterable[Task] = _claims_first(cluster, servers.kube.url, ledger, history)
+            else:
+                tasks = _schedule(ledger, history)
+            tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours)))
         finally:
             servers.stop()
         self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
@@ -223,11 +224,25 @@ def _preload() -> None:
     from apps.ingest.collectors import kubernetes, prometheus  # noqa: F401
 
 
-def _by_day(kind: str, hours: list[datetime]) -> list[tuple[str, list[datetime]]]:
-    return [(kind, list(day)) for _date, day in groupby(hours, key=lambda h: h.date())]
+# A worker's task: ("ledger" | "history", the hours of one UTC day, for history the snapshots already read of them).
+Task = tuple[str, list[datetime], list[ClusterSnapshot] | None]
 
 
-def _schedule(ledger: list, history: list) -> list:
+def _by_day(kind: str, hours: list[datetime]) -> list[Task]:
+    return [(kind, list(day), None) for _date, day in groupby(hours, key=lambda h: h.date())]
+
+
+def _claims_first(cluster: Cluster, kube_url: str, ledger: list[Task], history: list[Task]) -> Iterator[Task]:
+    """With DRA: the pod and claim observations of every past hour, oldest first, before any bucket is collected
+    (`replay_claims`); each day's reads go on as that day's history task, so a worker records the side snapshots
+    while this process reads the next day, and the simulated API is read once per hour. Then the ledger days."""
+    for _kind, hours, _none in history:
+        read = replay_claims(cluster, kube_url, hours)
+        yield ("history", hours, [read[at] for at in hours])
+    yield from ledger
+
+
+def _schedule(ledger: list[Task], history: list[Task]) -> list[Task]:
     """One task per UTC day and kind, interleaved so two workers stay busy, each day's history a task ahead of its
     ledger (two tasks ahead: the two workers start on history): a snapshot recorded before its hour's bucket leaves
     the snapshot kinds of findings to the bucket's write (`apps.findings.services.record_snapshot`) instead of both
@@ -237,20 +252,18 @@ def _schedule(ledger: list, history: list) -> list:
 
 class Workers:
     """What a worker needs to run a task: the cluster, where the simulated API is, the collection's "now",
-    a progress counter shared by the workers, and the snapshots already read (the DRA replay's: the history
-    records the same reads instead of asking the API again; forked workers inherit them)."""
+    and a progress counter shared by the workers."""
 
-    def __init__(self, cluster: Cluster, kube_url: str, now: datetime, total: int,
-                 read: dict[datetime, ClusterSnapshot] | None = None):
+    def __init__(self, cluster: Cluster, kube_url: str, now: datetime, total: int):
         self.cluster, self.kube_url, self.now, self.total = cluster, kube_url, now, total
-        self.read = read or {}
         self.done = multiprocessing.Value("i", 0)
 
-    def run(self, kind: str, hours: list[datetime]) -> Tally:
+    def run(self, kind: str, hours: list[datetime], read: list[ClusterSnapshot] | None = None) -> Tally:
         from apps.ingest import services
 
         if kind == "history":
-            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours, self.read))
+            known = dict(zip(hours, read, strict=True)) if read is not None else None
+            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours, known))
         report = services.collect_cluster(self.cluster, hours, now=self.now, progress=self.progress)
         return Tally(written=len(report.written), failed={h.isoformat(): e for h, e in report.failed.items()},
                      queries=report.queries)
@@ -263,19 +276,19 @@ class Workers:
         print(f"[{n}/{self.total}] {message.split('] ', 1)[-1]}", file=sys.stderr, flush=True)
 
 
-def run_tasks(tasks: list, workers: Workers) -> Tally:
-    """The tasks, shared by this process and a forked one when the platform can fork."""
+def run_tasks(tasks: Iterable[Task], workers: Workers) -> Tally:
+    """The tasks, shared by this process and a forked one when the platform can fork. This process produces them
+    (a generator may work between two tasks: `_claims_first`) while the forked worker starts on the first ones,
+    then joins in."""
     ctx = _fork_context()
     tally = Tally()
     if ctx is None:
-        for kind, hours in tasks:
-            tally.add(workers.run(kind, hours))
+        for task in tasks:
+            tally.add(workers.run(*task))
         return tally
-    queue = ctx.SimpleQueue()
-    for task in tasks:
-        queue.put(task)
-    for _ in range(WORKERS):
-        queue.put(None)
+    # A Queue, not a SimpleQueue: its feeder thread buffers, so putting a day of snapshots never waits for a busy
+    # worker to read the pipe.
+    queue = ctx.Queue()
     # Each process opens its own connection; settings make SQLite transactions IMMEDIATE, so the workers'
     # writes wait for each other instead of failing with "database is locked".
     connections.close_all()
@@ -288,6 +301,10 @@ def run_tasks(tasks: list, workers: Workers) -> Tally:
         children.append((child, receiver))
     errors = []
     try:
+        for task in tasks:
+            queue.put(task)
+        for _ in range(WORKERS):
+            queue.put(None)
         tally.add(_work(queue, workers))
         for child, receiver in children:
             try:
@@ -326,7 +343,7 @@ def _child(fn: Callable, args: tuple, sender) -> None:  # type: ignore[no-untype
 
 
 def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime],
-                   read: dict[datetime, ClusterSnapshot] | None = None) -> int:
+                   read: Mapping[datetime, ClusterSnapshot] | None = None) -> int:
     """Hourly capacity and queue snapshots, each read from the simulated Kubernetes API as of its hour.
 
     A live installation builds this history one collection at a time; the demo replays it so the
