@@ -287,8 +287,10 @@ def run_tasks(tasks: Iterable[Task], workers: Workers) -> Tally:
             tally.add(workers.run(*task))
         return tally
     # A Queue, not a SimpleQueue: its feeder thread buffers, so putting a day of snapshots never waits for a busy
-    # worker to read the pipe.
+    # worker to read the pipe. Every task is read before this process returns, except after a failure, when the
+    # workers are gone and nothing should wait to flush the pipe to them.
     queue = ctx.Queue()
+    queue.cancel_join_thread()
     # Each process opens its own connection; settings make SQLite transactions IMMEDIATE, so the workers'
     # writes wait for each other instead of failing with "database is locked".
     connections.close_all()
