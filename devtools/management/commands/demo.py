@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import multiprocessing
 import os
 import secrets
@@ -105,9 +106,12 @@ class Command(BaseCommand):
         now = time_option("now", opts.get("now")) or datetime.now(UTC)
         end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
         since = demo_since(now, opts["days"])
-        try:  # the simulated world starts a day before the collection, so its first hour has a past
-            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end,
-                                      days=(end - since) / timedelta(days=1) + 1, with_dra=opts.get("with_dra"))
+        # The simulated world starts a day before the collection (so its first hour has a past), in whole days: the
+        # same world for the same `end` and days (the tests pin `--days N`'s, built with N + 1).
+        days = opts["days"] if opts["days"] is not None else math.ceil((end - since) / timedelta(days=1))
+        try:
+            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days + 1,
+                                      with_dra=opts.get("with_dra"))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         hours = hours_between(since, now)
