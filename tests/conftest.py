@@ -352,11 +352,29 @@ SERVICE_FIXTURES = frozenset({
 })
 
 
+# Fixtures whose tests take tens of seconds to minutes (a simulated history in a real Prometheus, real workers).
+LONG_FIXTURES = frozenset({
+    "sim_world", "sim_world_exported", "sim_world_no_node_name", "week_world", "prometheus_factory",
+    "celery_worker_factory", "celery_worker_proc",
+})
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
-    items[:] = _world_users_together(items)
+    items[:] = _long_modules_first(_world_users_together(items))
+
+
+def _long_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Modules with a `slow` test or a long fixture first, the rest after, each keeping its order: pytest-xdist hands
+    modules to workers in this order (`--dist loadfile`), so the longest start at once instead of ending the run
+    alone on one worker while the others idle."""
+    long_paths = {
+        item.path for item in items
+        if item.get_closest_marker("slow") is not None or LONG_FIXTURES & set(getattr(item, "fixturenames", ()))
+    }
+    return [item for item in items if item.path in long_paths] + [item for item in items if item.path not in long_paths]
 
 
 def _world_users_together(items: list[pytest.Item]) -> list[pytest.Item]:

@@ -11,7 +11,10 @@ defaults to 10 years so nothing backfilled is dropped).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +22,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -72,6 +76,14 @@ class PrometheusServer:
         self._promtool_backfill(openmetrics_path)
         if entry is not None:
             _store_blocks(self.data_dir, entry)
+
+    def load_blocks(self, blocks: Path) -> None:
+        """Put already made TSDB blocks in the data dir (while stopped): hard links where the file system allows
+        (Prometheus never rewrites a block's files in place; it writes new ones and renames), copies otherwise."""
+        try:
+            shutil.copytree(blocks, self.data_dir, dirs_exist_ok=True, copy_function=os.link)
+        except OSError:
+            shutil.copytree(blocks, self.data_dir, dirs_exist_ok=True)
 
     def _promtool_backfill(self, openmetrics_path: Path) -> None:
         result = subprocess.run(
@@ -190,10 +202,7 @@ def _blocks_entry(openmetrics_path: Path, promtool: str) -> Path | None:
 
     if not cache.enabled():
         return None
-    binary = Path(shutil.which(promtool) or promtool)
-    stat = binary.stat() if binary.exists() else None
-    version = f"{binary}:{stat.st_size}:{stat.st_mtime_ns}" if stat else str(binary)
-    key = cache.content_key("promtool", version, files=[openmetrics_path])
+    key = cache.content_key("promtool", _promtool_version(promtool), files=[openmetrics_path])
     return cache.cache_dir() / f"prometheus-blocks-{key[:32]}"
 
 
@@ -209,9 +218,73 @@ def _store_blocks(data_dir: Path, entry: Path) -> None:
         shutil.rmtree(temporary, ignore_errors=True)
 
 
+def _promtool_version(promtool: str) -> str:
+    binary = Path(shutil.which(promtool) or promtool)
+    stat = binary.stat() if binary.exists() else None
+    return f"{binary}:{stat.st_size}:{stat.st_mtime_ns}" if stat else str(binary)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """One process at a time per lock file (pytest-xdist workers and side-by-side sessions on one machine)."""
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def history_blocks(recipe: Iterable[str], files: Iterable[Path], write_openmetrics: Callable[[Path], None], *,
+                   promtool: str = "promtool") -> Path:
+    """TSDB blocks of the history `write_openmetrics(path)` writes, made once per recipe and shared.
+
+    An exported simulator history is hundreds of MB of OpenMetrics and a minute of promtool; several test modules
+    and every pytest-xdist worker want the same one. The blocks are keyed by what the history is made from (the
+    `recipe`: scenario, arguments, hours; the source `files` that generate it; promtool's binary) rather than by
+    the exported bytes, so a cached history costs neither the export nor the hashing of it. The first process to
+    ask builds it while the others wait on a lock, then every one loads the same blocks (`load_blocks`). With the
+    cache off (GPUFINOPS_TEST_CACHE=0) the blocks are made afresh in a temporary folder each time."""
+    from tests.harness import cache
+
+    recipe = list(recipe)
+    if not cache.enabled():
+        return _make_blocks(Path(tempfile.mkdtemp(prefix="gpufinops-blocks-")) / "blocks", write_openmetrics, promtool)
+    key = cache.content_key("history-blocks", _promtool_version(promtool), *recipe, files=files)
+    entry = cache.cache_dir() / f"history-blocks-{key[:32]}"
+    if entry.is_dir():
+        return entry
+    with _exclusive(entry.with_name(entry.name + ".lock")):
+        if not entry.is_dir():
+            workdir = Path(tempfile.mkdtemp(dir=entry.parent, prefix=entry.name + ".tmp"))
+            try:
+                _make_blocks(workdir / "blocks", write_openmetrics, promtool).rename(entry)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+    return entry
+
+
+def _make_blocks(target: Path, write_openmetrics: Callable[[Path], None], promtool: str) -> Path:
+    target.mkdir(parents=True)
+    openmetrics = target.parent / "history.om"
+    try:
+        write_openmetrics(openmetrics)
+        result = subprocess.run(
+            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(target)],
+            capture_output=True, text=True, timeout=600,
+        )
+        if result.returncode != 0:
+            raise PrometheusError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
+    finally:
+        openmetrics.unlink(missing_ok=True)
+    return target
+
+
 def start_prometheus(openmetrics_path: Path | None, *, retention: str = "3650d", port: int | None = None,
-                     prometheus: str = "prometheus", promtool: str = "promtool") -> PrometheusServer:
-    """Backfill `openmetrics_path` (if given) into a fresh data dir, start Prometheus, wait until ready."""
+                     prometheus: str = "prometheus", promtool: str = "promtool",
+                     blocks: Path | None = None) -> PrometheusServer:
+    """Backfill `openmetrics_path` (if given) or load ready `blocks` (history_blocks) into a fresh data dir, start
+    Prometheus, wait until ready."""
     workdir = Path(tempfile.mkdtemp(prefix="gpufinops-prometheus-"))
     data_dir = workdir / "data"
     data_dir.mkdir()
@@ -220,6 +293,8 @@ def start_prometheus(openmetrics_path: Path | None, *, retention: str = "3650d",
     try:
         if openmetrics_path is not None:
             server.backfill(Path(openmetrics_path))
+        if blocks is not None:
+            server.load_blocks(blocks)
         server.start()
     except BaseException:
         server.close()

@@ -12,7 +12,8 @@ import pytest
 from django.core.management import call_command
 
 from apps.inventory.models import Cluster
-from tests.harness.prometheus import PrometheusServer, start_prometheus
+from tests.harness import cache
+from tests.harness.prometheus import PrometheusServer, history_blocks, start_prometheus
 from tests.harness.services import require_binary
 
 WINDOW_HOURS = 24
@@ -57,9 +58,14 @@ def _world(tmp: Path, *extra: str, name: str = "demo") -> Iterator[SimWorld]:
     # tests/ingest/test_collect_dra.py and tests/findings/test_mixed_findings.py collect `mixed` so).
     plain = {"with_dra": False} if name == "demo" else {}
     scenario = build_scenario(name, seed=0, end=end, days=DAYS, **plain)
-    path = tmp / "history.om"
-    _export(name, start - timedelta(hours=1), end, path, *extra, *(["--no-with-dra"] if plain else []))
-    prom = start_prometheus(path)
+    flags = [*extra, *(["--no-with-dra"] if plain else [])]
+    # Made once per recipe for the whole run (every module and pytest-xdist worker asking for it shares it).
+    blocks = history_blocks(
+        [name, (start - timedelta(hours=1)).isoformat(), end.isoformat(), str(DAYS), str(STEP_SECONDS), *flags],
+        cache.source_files("devtools/simulator", "devtools/management"),
+        lambda path: _export(name, start - timedelta(hours=1), end, path, *flags),
+    )
+    prom = start_prometheus(None, blocks=blocks)
     server = start_server(scenario, host="127.0.0.1", port=0)
     server.set_time(end)
     kubeconfig = tmp / "kubeconfig"
