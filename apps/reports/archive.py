@@ -69,7 +69,8 @@ def edition_detail(e: ReportEdition) -> dict[str, Any]:
     data = edition_summary(e)
     f = e.figures
     data.update({"coverage": f["coverage"], "rows": f["rows"], "total_row": f["total_row"],
-                 "headline": f["headline"], "restatement": f.get("restatement"), "signal": f["signal"]})
+                 "headline": f["headline"], "restatement": f.get("restatement"), "signal": f["signal"],
+                 "forecast": f.get("forecast")})
     return data
 
 
@@ -146,7 +147,8 @@ class Due:
             "coverage": _coverage_for(f["coverage"], user), "totals": totals(f),
             "csv_sha256": f["files"]["csv_sha256"], "focus_sha256": f["files"]["focus_sha256"],
             "rows": f["rows"], "total_row": f["total_row"], "headline": f["headline"], "signal": f["signal"],
-            "files": file_urls(self.period.label, self.scope.key, None), "editions": [],
+            "forecast": f.get("forecast"), "files": file_urls(self.period.label, self.scope.key, None),
+            "editions": [],
         }
 
 
