@@ -204,8 +204,9 @@ def text_forecast(f: dict[str, Any]) -> list[str]:
         return [f"{fc['period']}: {usd(fc['actual'])} spent so far; no whole day of history yet to forecast from."]
     return [f"{fc['period']}: {usd(fc['actual'])} spent so far, forecast {usd(fc['expected'])} at the end of the "
             f"month (range {usd(fc['low'])} to {usd(fc['high'])});",
-            f"run rate {usd(fc['run_rate_per_day'])} a day over the last 7 days, with the weekly pattern of the last "
-            f"{fc['history_days']} days."]
+            f"run rate {usd(fc['run_rate_per_day'])} a day (the mean of the last 7 days of history, or fewer); weekly "
+            f"pattern and range from {fc['history_days']} days of history, the range as wide as the method's own "
+            "past errors."]
 
 
 def text_billed_restatement(f: dict[str, Any]) -> list[str]:
