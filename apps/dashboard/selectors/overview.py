@@ -26,7 +26,8 @@ from apps.dashboard.selectors.shared import (
 )
 from apps.dashboard.selectors.workloads import sort_rows, too_many_workloads, workload_rows
 from apps.dashboard.tables import Block, Column
-from apps.findings.selectors import idle_allocation_list
+from apps.findings.grouping import badge
+from apps.findings.selectors import idle_allocation_list, workload_finding_kinds
 from apps.usage.figures import Unit, UsageFigures
 from apps.usage.selectors import TooLarge, UsageReport, clusters_missing_signal, pod_workloads
 
@@ -59,6 +60,7 @@ TOP_COLUMNS = [
     Column("cost", "Cost (USD)", "usd", "cost"), Column("idle_gpu_hours", "Idle in allocations (GPU-h)", "gpuh",
                                                         "idle-in-allocations"),
     Column("activity", "Activity", "activity", "activity"),
+    Column("findings", "Why", "badges", "finding"),
 ]
 IDLE_COLUMNS = [
     Column("pod", "Pod", "text", "idle-allocation"), Column("workload", "Workload", "text", "workload"),
@@ -97,9 +99,16 @@ def idle_now(scope: Scope, limit: int = 10) -> tuple[list[dict[str, Any]], int]:
     return shown, len(rows)
 
 
-def top_workloads(rows: list[dict[str, Any]], limit: int = TOP) -> list[dict[str, Any]]:
+def top_workloads(scope: Scope, rows: list[dict[str, Any]], limit: int = TOP) -> list[dict[str, Any]]:
+    """The workloads that wasted most (idle cost), each with the badges of its findings in the period (the why
+    beside the what: each badge links to the workload's "Why" block)."""
     ranked = [r for r in rows if r["idle_gpu_hours"] > 0]
-    return sort_rows(ranked, "idle_cost", True)[:limit]
+    top = sort_rows(ranked, "idle_cost", True)[:limit]
+    w = scope.window
+    kinds = workload_finding_kinds(visible_teams=scope.visible_teams, start=w.start, end=w.end,
+                                   workloads=[(r["cluster"], r["namespace"], r["workload"]) for r in top])
+    return [{**r, "findings": [badge(k) for k in kinds.get((r["cluster"], r["namespace"], r["workload"]), [])]}
+            for r in top]
 
 
 def _tiles(scope: Scope, totals: UsageFigures, hist: History, by_team: UsageReport) -> list[dict[str, Any]]:
@@ -197,7 +206,7 @@ def overview_page(scope: Scope) -> dict[str, Any]:
     teams = sorted((figures_row(r.figures, team=r.group["team"],
                                 href=reverse("dashboard:overview") + "?" + plain_query(scope, team=r.group["team"]))
                     for r in by_team.results), key=lambda r: (-r["cost"], r["team"]))
-    top = top_workloads(wl_rows)
+    top = top_workloads(scope, wl_rows)
     blocks.append(Block(
         "top-idle", f"Top {len(top)} workloads by idle cost" if top else "No workload was idle in allocations",
         TOP_COLUMNS, top, open=True, term="idle-cost", empty=too_many or empty_text(scope, "idle workloads")))
