@@ -162,6 +162,43 @@ def budget_statuses(*, now: datetime, visible_teams: set[str] | None = None,
     return out
 
 
+@dataclass(frozen=True)
+class SpendForecast:
+    """The forecast end-of-period spend of some teams (or the fleet) in one period: the overviews and the report."""
+
+    label: str
+    start: datetime
+    end: datetime
+    teams: tuple[str, ...] | None  # None: every team (the fleet's spend charged to teams)
+    forecast: Forecast
+
+    def as_dict(self) -> dict[str, object]:
+        return {"period": self.label, "start": self.start, "end": self.end,
+                "teams": None if self.teams is None else list(self.teams), **self.forecast.as_dict()}
+
+
+def spend_forecast(*, now: datetime, start: datetime, end: datetime, label: str,
+                   teams: Iterable[str] | None = None) -> SpendForecast:
+    """The price-card spend of `teams` (None: every team) in `[start, end)` so far and its forecast at `now`: the
+    same `forecast` the budgets use, over the same tables (UsageHour for the spend, UsageDay for the history)."""
+    names = None if teams is None else tuple(sorted(set(teams)))
+    hours = UsageHour.objects.filter(hour__gte=start, hour__lt=min(end, floor_hour(now) + timedelta(hours=1)))
+    today = floor_day(now).date()
+    days = UsageDay.objects.filter(day__gte=today - timedelta(days=HISTORY_DAYS), day__lt=today)
+    if names is not None:
+        hours, days = hours.filter(team__in=names), days.filter(team__in=names)
+    actual = to_decimal(hours.aggregate(c=Sum("cost"))["c"])
+    daily = {row["day"]: to_decimal(row["c"]) for row in days.values("day").annotate(c=Sum("cost"))}
+    return SpendForecast(label=label, start=start, end=end, teams=names,
+                         forecast=forecast(start=start, end=end, now=now, actual=actual, daily=daily))
+
+
+def period_forecast(now: datetime, period: str = "monthly", teams: Iterable[str] | None = None) -> SpendForecast:
+    """The forecast of the budget period (weekly or monthly) containing `now`."""
+    start, end, label = period_bounds(period, now)
+    return spend_forecast(now=now, start=start, end=end, label=label, teams=teams)
+
+
 def fleet_spend(now: datetime, period: str) -> tuple[str, Decimal]:
     """The whole fleet's price-card spend in the period containing `now` (for the budgets page's header)."""
     start, _, label = period_bounds(period, now)

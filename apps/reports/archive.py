@@ -9,9 +9,9 @@ from typing import Any
 
 from apps.accounts.selectors import visible_team_names
 from apps.inventory.selectors import visible_clusters
-from apps.reports.content import Scope, build_content
+from apps.reports.content import Scope, build_content, forecast_json, month_forecast
 from apps.reports.models import ReportEdition
-from apps.reports.periods import KINDS, Period, last_complete, parse_period, period_state
+from apps.reports.periods import KINDS, MONTHLY, Period, last_complete, parse_period, period_containing, period_state
 from apps.reports.selectors import editions_visible_to
 
 SUMMARY_FIELDS = ("kind", "period", "period_start", "period_end", "scope", "scope_teams", "version", "status",
@@ -69,7 +69,8 @@ def edition_detail(e: ReportEdition) -> dict[str, Any]:
     data = edition_summary(e)
     f = e.figures
     data.update({"coverage": f["coverage"], "rows": f["rows"], "total_row": f["total_row"],
-                 "headline": f["headline"], "restatement": f.get("restatement"), "signal": f["signal"]})
+                 "headline": f["headline"], "restatement": f.get("restatement"), "signal": f["signal"],
+                 "forecast": f.get("forecast")})
     return data
 
 
@@ -146,7 +147,8 @@ class Due:
             "coverage": _coverage_for(f["coverage"], user), "totals": totals(f),
             "csv_sha256": f["files"]["csv_sha256"], "focus_sha256": f["files"]["focus_sha256"],
             "rows": f["rows"], "total_row": f["total_row"], "headline": f["headline"], "signal": f["signal"],
-            "files": file_urls(self.period.label, self.scope.key, None), "editions": [],
+            "forecast": f.get("forecast"), "files": file_urls(self.period.label, self.scope.key, None),
+            "editions": [],
         }
 
 
@@ -176,6 +178,10 @@ def page(user, period_text: str | None, *, now: datetime | None = None) -> dict[
             error = str(exc)
     qs = editions_visible_to(user, period=period.label if period else None).defer("csv_bytes", "focus_bytes")
     editions = [edition_summary(e) for e in qs.order_by("-period_start", "kind", "scope", "-version")[:PAGE_ROWS]]
+    visible = visible_team_names(user)
+    month = period_containing(MONTHLY, now)
+    current = month_forecast(month, Scope(None if visible is None else frozenset(visible)), now)
     return {"editions": editions, "due": due_periods(user, now), "period": period, "error": error,
+            "forecast": forecast_json(current, month) if current is not None else None,
             "period_text": period_text or "", "truncated": len(editions) == PAGE_ROWS,
             "sees_all": visible_team_names(user) is None}

@@ -27,6 +27,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.billing.selectors import BilledCosts, Reconciliation, bill_lines_between, billed_costs, reconciliation
+from apps.budgets.selectors import SpendForecast, spend_forecast
 from apps.findings.selectors import TeamInfraLoss, infra_loss_by_team
 from apps.reports import focus, statement
 from apps.reports.periods import MONTHLY, Period, PeriodState, comparison_periods, period_state
@@ -120,6 +121,29 @@ class Gathered:
     focus: bytes
     billed: BilledCosts | None = None  # the billed basis, when a cloud bill covers the period
     reconciled: Reconciliation | None = None  # a month's price card against its bill (fleet scope, with a bill)
+    forecast: SpendForecast | None = None  # monthly: the month in progress (this one, or the one after it)
+
+
+def month_forecast(period: Period, scope: Scope, now: datetime) -> SpendForecast | None:
+    """A monthly report's forecast (apps.budgets: the budgets' forecast, one home): of its own month while it is in
+    progress, else of the month after it while that one is (the month-end e-mail says where the new month is
+    heading); None for a week, or a month rebuilt long after."""
+    if period.kind != MONTHLY:
+        return None
+    target = period if now < period.end else period.following()
+    if not target.start <= now < target.end:
+        return None
+    return spend_forecast(now=now, start=target.start, end=target.end, label=target.label, teams=scope.teams)
+
+
+def forecast_json(f: SpendForecast, period: Period) -> dict[str, Any]:
+    """The forecast in cents, as the e-mail and the API print it; `of` says whose month it is."""
+    fc = f.forecast
+    return {"period": f.label, "of": "this" if f.label == period.label else "next",
+            "start": f.start.isoformat(), "end": f.end.isoformat(), "history_days": fc.history_days,
+            "actual": str(money.cents(fc.actual)), "expected": str(money.cents(fc.expected)),
+            "low": str(money.cents(fc.low)), "high": str(money.cents(fc.high)),
+            "run_rate_per_day": str(money.cents(fc.run_rate)), "method": "docs/numbers.md, Forecast"}
 
 
 def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathered:
@@ -148,6 +172,7 @@ def gather(period: Period, scope: Scope, *, now: datetime, signal: str) -> Gathe
                               granularity="day", signal=signal),
         billed=billed_costs(start=period.start, end=period.end, visible_teams=visible) if billed else None,
         reconciled=reconciliation(period.label) if billed and period.kind == MONTHLY and scope.fleet else None,
+        forecast=month_forecast(period, scope, now),
     )
 
 
@@ -193,6 +218,8 @@ def content_figures(period: Period, scope: Scope, signal: str, g: Gathered) -> d
                   "csv_bytes": len(g.csv), "focus_bytes": len(g.focus)},
         "billed": billed_json(g.billed, fleet) if g.billed is not None else None,
         "reconciliation": reconciliation_json(g.reconciled) if g.reconciled is not None else None,
+        # Not in the content digest: a forecast moves every day, it never restates the period.
+        "forecast": forecast_json(g.forecast, period) if g.forecast is not None else None,
     }
 
 

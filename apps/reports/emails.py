@@ -195,6 +195,20 @@ def text_reconciliation(f: dict[str, Any]) -> list[str]:
     return _align(rows, {1, 2, 3})
 
 
+def text_forecast(f: dict[str, Any]) -> list[str]:
+    """Where the month in progress is heading (monthly editions): spent so far, the forecast and its range."""
+    fc = f.get("forecast")
+    if not fc:
+        return []
+    if not fc["history_days"]:
+        return [f"{fc['period']}: {usd(fc['actual'])} spent so far; no whole day of history yet to forecast from."]
+    return [f"{fc['period']}: {usd(fc['actual'])} spent so far, forecast {usd(fc['expected'])} at the end of the "
+            f"month (range {usd(fc['low'])} to {usd(fc['high'])});",
+            f"run rate {usd(fc['run_rate_per_day'])} a day (the mean of the last 7 days of history, or fewer); weekly "
+            f"pattern and range from {fc['history_days']} days of history, the range as wide as the method's own "
+            "past errors."]
+
+
 def text_billed_restatement(f: dict[str, Any]) -> list[str]:
     r = (f.get("restatement") or {}).get("billed")
     if not r:
@@ -223,6 +237,7 @@ def context(edition: ReportEdition, subscription: ReportSubscription | None = No
         "text_headline": text_headline(f), "text_movers": text_movers(f), "text_idle": text_idle(f),
         "text_restatement": text_restatement(f), "text_billed": text_billed(f),
         "text_billed_restatement": text_billed_restatement(f), "text_reconciliation": text_reconciliation(f),
+        "text_forecast": text_forecast(f), "forecast": f.get("forecast"),
         "reconciliation": f.get("reconciliation"), "billed": f.get("billed"), "noun": period.noun,
         "average_label": average_label(f),
         "restatement": f.get("restatement"), "unsubscribe_url": None,

@@ -38,7 +38,9 @@ from apps.usage import money
 from apps.usage.activity import DEFAULT_METRICS
 from apps.usage.models import Bucket, NodeHour, PodHour
 
-FOCUS_VERSION = "1.2"
+FOCUS_VERSION = "1.2"  # the default export
+# 1.3 is the split-cost-allocation form (apps/reports/focus_split.py): the same money, by node.
+VERSIONS = ("1.2", "1.3")
 UNALLOCATED_ACCOUNT = "__unallocated__"
 GPU_HOURS = "GPU-Hours"
 GRANULARITIES = ("day", "hour")
@@ -390,19 +392,40 @@ def node_rows(
         yield [row.get(c) for c in COLUMNS]
 
 
+def columns(version: str = FOCUS_VERSION) -> tuple[str, ...]:
+    """The header of an export of `version`."""
+    if version not in VERSIONS:
+        raise ValueError(f"FOCUS version is one of {VERSIONS}")
+    if version == "1.3":
+        from apps.reports import focus_split  # it builds on this module's columns and helpers
+
+        return focus_split.COLUMNS
+    return COLUMNS
+
+
 def focus_rows(
     *, start: datetime, end: datetime, scope: FocusScope = FocusScope(), granularity: str = "day",
-    signal: str | None = None,
+    signal: str | None = None, version: str = FOCUS_VERSION,
 ) -> Iterator[list[Any]]:
     """Every FOCUS row of `[start, end)`, in a deterministic order (charge period, team, cluster, pod...; then
-    the unallocated rows by charge period, cluster and node)."""
+    the unallocated rows by charge period, cluster and node). Version 1.3 is the fleet's nodes split into their pods
+    and unallocated capacity (apps/reports/focus_split.py): a whole-fleet export only."""
     from apps.usage.activity import default_signal
 
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity is one of {GRANULARITIES}")
+    columns(version)
     signal = signal or default_signal()
     provisional = _provisional_periods(start, end, granularity)
     cluster_names = dict(Cluster.objects.values_list("id", "name"))
+    if version == "1.3":
+        if not scope.fleet:
+            raise ValueError("the FOCUS 1.3 split export covers the whole fleet (an origin is a whole node)")
+        from apps.reports import focus_split
+
+        yield from focus_split.split_rows(start=start, end=end, granularity=granularity, signal=signal,
+                                          provisional=provisional, cluster_names=cluster_names)
+        return
     yield from pod_rows(start=start, end=end, teams=scope.teams, granularity=granularity, signal=signal,
                         provisional=provisional, cluster_names=cluster_names)
     if scope.fleet:
@@ -422,31 +445,33 @@ def retention_cutoff(now: datetime) -> datetime | None:
     return cutoff
 
 
-def focus_csv(**kwargs) -> bytes:
+def focus_csv(*, version: str = FOCUS_VERSION, **kwargs) -> bytes:
     """The whole export as one CSV file (the report attachment, `export_focus`)."""
-    return csv_bytes(COLUMNS, focus_rows(**kwargs))
+    return csv_bytes(columns(version), focus_rows(version=version, **kwargs))
 
 
-def focus_csv_chunks(**kwargs) -> Iterator[bytes]:
+def focus_csv_chunks(*, version: str = FOCUS_VERSION, **kwargs) -> Iterator[bytes]:
     """The same bytes as `focus_csv`, in pieces (the API streams large exports)."""
-    header = csv_bytes(COLUMNS, [])
+    header_columns = columns(version)
+    header = csv_bytes(header_columns, [])
     yield header
     batch: list[Sequence[Any]] = []
-    for row in focus_rows(**kwargs):
+    for row in focus_rows(version=version, **kwargs):
         batch.append(row)
         if len(batch) >= BATCH:
-            yield csv_bytes(COLUMNS, batch)[len(header):]
+            yield csv_bytes(header_columns, batch)[len(header):]
             batch = []
     if batch:
-        yield csv_bytes(COLUMNS, batch)[len(header):]
+        yield csv_bytes(header_columns, batch)[len(header):]
 
 
-def focus_metadata(*, created: datetime | None = None) -> dict[str, Any]:
-    """FOCUS metadata (delivered beside the data): version, generator and the definition of every `x_` column."""
+def focus_metadata(*, created: datetime | None = None, version: str = FOCUS_VERSION) -> dict[str, Any]:
+    """FOCUS metadata (delivered beside the data): version, generator and the definition of every `x_` column
+    (and, for 1.3, the documented allocation method)."""
     data: dict[str, Any] = {
-        "FocusVersion": FOCUS_VERSION,
+        "FocusVersion": version,
         "DataGenerator": "gpufinops",
-        "SchemaId": f"gpufinops-focus-{FOCUS_VERSION}-{len(COLUMNS)}",
+        "SchemaId": f"gpufinops-focus-{version}-{len(columns(version))}",
         "ProviderName": settings.GPUFINOPS_FOCUS_PROVIDER_NAME,
         "ColumnDefinition": [
             {"ColumnName": name, "DataType": "String" if name in ("x_CostType", "x_Cluster", "x_Namespace", "x_Pod",
@@ -457,6 +482,10 @@ def focus_metadata(*, created: datetime | None = None) -> dict[str, Any]:
             for name, text in X_COLUMNS.items()
         ],
     }
+    if version == "1.3":
+        from apps.reports import focus_split
+
+        data["AllocatedMethods"] = [focus_split.method_documentation()]
     if created is not None:
         data["CreationDate"] = _iso(created)
     return data

@@ -19,8 +19,9 @@ PAGES = ["/", "/workloads/", "/workloads/?sort=cost&order=asc", "/queues/", "/te
 # block reads a fixed 4 (budgets, daily history, spend per period kind), however many budgets. /fleet/ and a workload
 # page ask coverage of their comparison periods (a fixed 2, `final_shares`) and the preflight/allocation-mode facts;
 # each usage answer also reads the ledger's version once (`ledger_version`, one query per report the page shows).
+# /fleet/'s forecast block reads a fixed 4 (the spend so far and the daily history, for the week and the month).
 MAX_QUERIES = {"/": 54, "/workloads/": 20, "/queues/": 55, "/teams/": 30, "/capacity/": 25, "/data-status/": 15,
-               "/fleet/": 44, "/glossary/": 5, "workload": 44}
+               "/fleet/": 48, "/glossary/": 5, "workload": 44}
 
 
 def _fill(path: str) -> str:
@@ -213,6 +214,34 @@ def test_the_fleet_names_both_kinds_of_idle_and_reconciles(as_user):
     assert "Unallocated capacity (USD)" in body and "Idle in allocations (USD)" in body
     assert "✓ reconciles" in body
     assert "platform-owned" in body and "team-owned" in body
+
+
+def test_the_fleet_shows_the_month_forecast_with_its_range(as_user):
+    """The fleet's forecast block is the budgets' forecast (apps.budgets.forecast, one home) of the fleet's spend
+    charged to teams; its spend so far is the ledger's, summed here from UsageHour."""
+    from django.db.models import Sum
+    from django.utils import timezone
+
+    from apps.budgets.selectors import period_forecast
+    from apps.usage.models import UsageHour
+
+    response = as_user("fin").get("/fleet/")
+    block = next(b for b in response.context["blocks"] if b.id == "forecast")
+    month = period_forecast(timezone.now(), "monthly")
+    row = block.rows[-1]
+    assert row["period"] == month.label and row["history_days"] == month.forecast.history_days
+    spent = UsageHour.objects.filter(hour__gte=month.start).aggregate(c=Sum("cost"))["c"]
+    assert row["actual"] == month.forecast.actual == Decimal(spent).quantize(row["actual"])
+    body = response.content.decode()
+    if month.forecast.history_days:
+        # The same forecast a moment later: the hours left today differ by the seconds between the two calls.
+        assert abs(row["expected"] - month.forecast.expected) <= max(month.forecast.run_rate / 1000, Decimal("0.01"))
+        assert row["low"] <= row["expected"] <= row["high"] and row["actual"] <= row["low"]
+        assert f"${row['expected']:,.2f}" in body and f"${row['high']:,.2f}" in body
+    else:
+        assert "No history yet to forecast this month" in body
+    assert 'href="/glossary/#forecast"' in body and "docs/numbers.md" in body
+    assert as_user("fin").get("/fleet/?csv=forecast").status_code == 200
 
 
 def test_activity_that_was_not_measured_is_never_shown_as_zero(as_user):

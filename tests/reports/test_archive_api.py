@@ -180,6 +180,20 @@ def test_a_period_without_an_edition_answers_the_report_as_it_would_be_made_now(
     assert lead.get("/api/v1/reports/2030-W01/").status_code == 404  # has not begun
     assert api(people.finance).get(f"/api/v1/reports/{parse_period('2026-11').label}/").json()["status"] \
         == "provisional"
+    # A month in progress answers its forecast (apps.budgets.forecast); a week has none.
+    from django.utils import timezone
+
+    from apps.budgets.selectors import spend_forecast
+    from apps.reports.periods import period_containing
+
+    now = timezone.now()
+    this_month = period_containing("monthly", now)
+    answer = api(people.finance).get(f"/api/v1/reports/{this_month.label}/").json()["forecast"]
+    expected = spend_forecast(now=now, start=this_month.start, end=this_month.end, label=this_month.label)
+    assert answer["of"] == "this" and answer["period"] == this_month.label
+    assert Decimal(answer["actual"]) == expected.forecast.actual.quantize(Decimal("0.01"))
+    assert Decimal(answer["low"]) <= Decimal(answer["expected"]) <= Decimal(answer["high"])
+    assert due["forecast"] is None
 
 
 def test_the_reports_page_lists_the_editions_a_person_may_see(two_weeks, people, client):
@@ -189,6 +203,11 @@ def test_the_reports_page_lists_the_editions_a_person_may_see(two_weeks, people,
     html = page.content.decode()
     assert "gpufinops-2026-W47-final-all.csv" in html and "gpufinops-2026-W47-final-team-vision.csv" in html
     assert "$4,479.96" in html
+    from django.utils import timezone
+
+    from apps.reports.periods import period_containing
+
+    assert f"Forecast: {period_containing('monthly', timezone.now()).label}" in html and "docs/numbers.md" in html
     client.force_login(people.lead)
     html = client.get("/reports/").content.decode()
     assert "gpufinops-2026-W47-final-team-vision.csv" in html and "final-all.csv" not in html

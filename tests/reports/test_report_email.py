@@ -211,6 +211,18 @@ def test_weekly_and_monthly_are_each_sent_once(prod, people, smtp_settings):
     # and the two must add up to the printed 17,919.82 (largest remainder, docs/reports.md).
     assert "$4,479.95" in text_part(monthly) and "$13,439.87" in text_part(monthly)
     assert "gpufinops-2026-02-final-all.csv" in attachments(monthly)
+    # The month-end e-mail says where March, now in progress, is heading (apps.budgets.forecast): 159.9984 USD a day
+    # (2 GPUs x 24 h x 3.3333) spent on 1 March, the same every day of the 28 days of history (no pattern, no
+    # spread), and 29.875 days left from 2 March 03:00: 159.9984 x 30.875 = 4,939.9506.
+    text = text_part(monthly)
+    assert "FORECAST (the month now in progress" in text and 'docs/numbers.md, "Forecast"' in text
+    assert ("2026-03: $160.00 spent so far, forecast $4,939.95 at the end of the month (range $4,939.95 to "
+            "$4,939.95)") in " ".join(text.split())
+    assert "Forecast: 2026-03, the month now in progress" in html_part(monthly)
+    edition = ReportEdition.objects.get(period="2026-02", kind="monthly")
+    assert edition.figures["forecast"]["expected"] == "4939.95" and edition.figures["forecast"]["of"] == "next"
+    weekly = ReportEdition.objects.get(period="2026-W09")
+    assert weekly.figures["forecast"] is None
     # Every later check, weekly or monthly, sends nothing more.
     for hours in (1, 2, 24):
         assert send_reports(now=now + timedelta(hours=hours)).sent == []

@@ -10,8 +10,8 @@ from apps.common.serializers import MoneyField
 class ForecastSerializer(serializers.Serializer):
     actual = MoneyField(help_text="spent in the period so far (price card), USD")
     expected = MoneyField(help_text="forecast end-of-period spend, USD")
-    low = MoneyField(help_text="low end of the 90 % range")
-    high = MoneyField(help_text="high end of the 90 % range")
+    low = MoneyField(help_text="low end of the range (the method's own past errors, docs/numbers.md)")
+    high = MoneyField(help_text="high end of the range (the method's own past errors, docs/numbers.md)")
     run_rate_per_day = MoneyField(help_text="mean daily spend of the last 7 whole days")
     history_days = serializers.IntegerField(help_text="whole days of history the forecast rests on")
 

@@ -8,7 +8,9 @@ from collections import defaultdict
 from typing import Any
 
 from django.urls import reverse
+from django.utils import timezone
 
+from apps.budgets.selectors import SpendForecast, period_forecast
 from apps.dashboard import charts
 from apps.dashboard.scope import Scope
 from apps.dashboard.selectors.history import History, capacity_history, capacity_in_scope, change_vs_history, history
@@ -146,6 +148,32 @@ def _blocks(totals: dict[str, Any], cap: CapacityFigures, rows: list[dict[str, A
     ]
 
 
+FORECAST_COLUMNS = [
+    Column("period", "Period", "text"), Column("actual", "Spent so far (USD)", "usd", "allocated"),
+    Column("expected", "Forecast at period end (USD)", "usd", "forecast"),
+    Column("low", "Range low (USD)", "usd", "forecast"), Column("high", "Range high (USD)", "usd", "forecast"),
+    Column("run_rate", "Run rate (USD/day)", "usd", "forecast", secondary=True),
+    Column("history_days", "Days of history", "int", secondary=True),
+]
+
+
+def forecast_block(forecasts: list[SpendForecast]) -> Block:
+    """The fleet's spend charged to teams this week and month, and where it is heading (apps.budgets.forecast: the
+    same forecast as the budgets)."""
+    rows = [{"period": f.label, "actual": f.forecast.actual,
+             **({"expected": f.forecast.expected, "low": f.forecast.low, "high": f.forecast.high,
+                 "run_rate": f.forecast.run_rate} if f.forecast.history_days else {}),
+             "history_days": f.forecast.history_days} for f in forecasts]
+    month = forecasts[-1].forecast
+    title = (f"This month is heading for ${month.expected:,.2f} charged to teams (range ${month.low:,.2f} – "
+             f"${month.high:,.2f})" if month.history_days else "No history yet to forecast this month")
+    return Block("forecast", title, FORECAST_COLUMNS, rows, open=True, term="forecast",
+                 note="Price-card spend charged to teams so far in the current week and month (UTC), and the "
+                      "forecast end-of-period spend: the last 7 days' run rate with the weekly pattern, and a range "
+                      "calibrated on the method's own errors (docs/numbers.md, \"Forecast\"). Not narrowed by the "
+                      "period chosen above: it is always the current week and month.")
+
+
 def fleet_page(scope: Scope) -> dict[str, Any]:
     """View 6 (callers who see every team): capacity -> allocated -> working with money, and both kinds of idle
     per cluster and node group. Not narrowed by team or namespace (capacity belongs to no team)."""
@@ -163,7 +191,9 @@ def fleet_page(scope: Scope) -> dict[str, Any]:
     hist = history(scope, filters=filters)
     tiles = _tiles(totals, cap, hist, capacity_history(scope, hist, clusters))
     reconciles = money.micro(cap.capacity_cost) == money.micro(totals["cost"] + cap.unallocated_cost)
-    return {"tiles": tiles, "blocks": _blocks(totals, cap, rows, series), "totals": totals,
+    now = timezone.now()
+    forecast = forecast_block([period_forecast(now, "weekly"), period_forecast(now, "monthly")])
+    return {"tiles": tiles, "blocks": [forecast, *_blocks(totals, cap, rows, series)], "totals": totals,
             "capacity": capacity_columns(cap), "reconciles": reconciles,
             "ignored": [k for k in ("team", "namespace") if scope.filters.get(k)],
             "unpriced": totals["unpriced_gpu_hours"] or cap.unpriced_gpu_hours,

@@ -40,7 +40,7 @@ BUDGET_COLUMNS = [
     Column("actual", "Spent (USD)", "usd", "cost"),
     Column("used_share", "Used", "ratio"),
     Column("expected", "Forecast (USD)", "usd"),
-    Column("range", "Forecast range, 90 % (USD)", "text"),
+    Column("range", "Forecast range (USD)", "text"),
     Column("crossed", "Thresholds crossed", "text"),
 ]
 
@@ -218,7 +218,8 @@ def overview_page(scope: Scope) -> dict[str, Any]:
         blocks.append(Block(
             "budgets", f"{len(budgets)} budget{'s' if len(budgets) != 1 else ''} this period", BUDGET_COLUMNS, budgets,
             open=True, note="Spent so far on the price card, and the forecast end-of-period spend (run rate with the "
-                            "weekly pattern) with its 90 % range: /budgets/ and docs/budgets.md."))
+                            "weekly pattern) with its range, as wide as the method's own past errors: /budgets/ and "
+                            "docs/budgets.md."))
     blocks.append(Block(
         "idle-now", f"{idle_count:,} pods hold idle GPUs right now" if idle_count else "No pod holds idle GPUs now",
         IDLE_COLUMNS, idle_rows, open=True, term="idle-allocation",

@@ -5,8 +5,9 @@
   caller's own scope, latest version) with its totals and digests, and the period's other editions; a period
   with no edition yet answers the report as it would be made now (`version` null, nothing stored);
 * `GET /api/v1/reports/<period>/csv` and `.../focus`: the edition's files, exactly the bytes that were sent;
-* `GET /api/v1/exports/focus/?start=&end=&granularity=day|hour`: FOCUS 1.2 rows of the whole fleet (finance and
-  staff only: 403 for anyone else, since the export is every team's spend and the unallocated capacity).
+* `GET /api/v1/exports/focus/?start=&end=&granularity=day|hour&version=1.2|1.3`: FOCUS rows of the whole fleet
+  (1.2 by default; 1.3 is the split-cost-allocation form) (finance and staff only: 403 for anyone else, since the
+  export is every team's spend and the unallocated capacity).
 """
 
 from __future__ import annotations
@@ -196,6 +197,10 @@ class FocusExportApi(FormatParamMixin, APIView):
             OpenApiParameter("granularity", str, enum=list(focus.GRANULARITIES),
                              description="charge period: a UTC day (default) or an hour (ranges up to "
                                          "GPUFINOPS_API_MAX_HOURLY_DAYS)"),
+            OpenApiParameter("version", str, enum=list(focus.VERSIONS),
+                             description="FOCUS version: 1.2 (default, a row per pod and per node's unallocated "
+                                         "capacity) or 1.3 (split cost allocation: each node's capacity cost as "
+                                         "allocated charges, AllocatedMethodId and the allocation columns)"),
         ],
         responses={(200, "text/csv"): OpenApiTypes.STR, **ERRORS,
                    403: OpenApiResponse(DetailSerializer, description="not finance or staff")},
@@ -204,6 +209,7 @@ class FocusExportApi(FormatParamMixin, APIView):
         _finance_only(request)
         params = request.query_params
         granularity = parse_choice(params, "granularity", focus.GRANULARITIES, default="day")
+        version = parse_choice(params, "version", focus.VERSIONS, default=focus.FOCUS_VERSION)
         window = request_window(request, max_days=settings.GPUFINOPS_FOCUS_MAX_DAYS)
         start, end = window.start, window.end
         hourly_days = settings.GPUFINOPS_API_MAX_HOURLY_DAYS
@@ -218,9 +224,10 @@ class FocusExportApi(FormatParamMixin, APIView):
             raise param_error("start", f"Pod and node rows before {cutoff:%Y-%m-%d} are pruned "
                                        "(GPUFINOPS_LEDGER_KEEP_MONTHS): start on or after it. The report archive "
                                        "keeps the FOCUS file of every edition it sent.")
-        chunks = focus.focus_csv_chunks(start=start, end=end, granularity=granularity)
+        chunks = focus.focus_csv_chunks(start=start, end=end, granularity=granularity, version=version)
         response = StreamingHttpResponse(chunks, content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{window.filename("focus", granularity)}"'
+        parts = ("focus", granularity) if version == focus.FOCUS_VERSION else ("focus", version, granularity)
+        response["Content-Disposition"] = f'attachment; filename="{window.filename(*parts)}"'
         return response
 
 
@@ -228,8 +235,11 @@ class FocusMetadataApi(FormatParamMixin, APIView):
     """FOCUS metadata of the export: version, generator, and the definition of every `x_` column."""
 
     @extend_schema(operation_id="exports_focus_metadata",
+                   parameters=[OpenApiParameter("version", str, enum=list(focus.VERSIONS),
+                                                description="FOCUS version (default 1.2)")],
                    responses={200: OpenApiTypes.OBJECT, 401: DetailSerializer,
                               403: OpenApiResponse(DetailSerializer, description="not finance or staff")})
     def get(self, request):
         _finance_only(request)
-        return Response(focus.focus_metadata())
+        version = parse_choice(request.query_params, "version", focus.VERSIONS, default=focus.FOCUS_VERSION)
+        return Response(focus.focus_metadata(version=version))
