@@ -25,7 +25,8 @@ endif
 help:
 	@echo "make run    - install into .venv if needed, migrate (SQLite under var/ unless DATABASE_URL is set),"
 	@echo "              seed the simulated demo cluster, serve $(URL)"
-	@echo "make test   - install into .venv if needed, run the test suite (python -m pytest -q)"
+	@echo "make test   - install into .venv if needed, run the test suite on $(TEST_WORKERS) pytest-xdist workers"
+	@echo "              (python -m pytest -q -n 4 --dist loadfile)"
 	@echo "make test-fast - the inner loop: the tests marked neither services nor slow, on SQLite, two workers"
 	@echo "              (no PostgreSQL, Redis, Prometheus, Celery worker or browser; CONTRIBUTING.md)"
 	@echo "make lint   - ruff check ."
@@ -60,9 +61,13 @@ run: $(STAMP)
 
 demo: run
 
-# The tests drive the development tools (demo, simulate): installed whatever DEBUG the shell has.
+# The tests drive the development tools (demo, simulate): installed whatever DEBUG the shell has. Four workers on
+# two cores: most of the suite waits (Prometheus, a browser, worker processes, subprocesses), so four overlap their
+# waits; each test module runs on one worker (its shared worlds built once there), the long modules first
+# (tests/conftest.py), and a simulated history is made once for all workers (tests/harness/prometheus.py).
+TEST_WORKERS ?= 4
 test: $(STAMP)
-	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q
+	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The contributor's inner loop (CONTRIBUTING.md): no services, so on SQLite whatever DATABASE_URL the shell has, and
 # not the few `slow` ones (schemathesis fuzzing, the 10,000-GPU scenario, a day of demo: `make test` runs them), on
