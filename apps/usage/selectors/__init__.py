@@ -67,7 +67,8 @@ from apps.usage.selectors.workloads import (
 
 __all__ = [
     "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "CHUNK", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
-    "IMPLIED_KEYS", "LEVELS", "MONEY_FIELDS", "Ordering", "RankedRow", "Ranking", "parse_ordering", "rank", "sort_keys", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
+    "IMPLIED_KEYS", "LEVELS", "MONEY_FIELDS", "Ordering", "RankedRow", "Ranking", "parse_ordering", "rank",
+    "sort_keys", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
     "PodUsage", "Seen", "TooLarge", "UsageReport", "busy_share", "capacity_and_provisional", "capacity_rows",
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
     "due_hours", "expand_group_by", "final_share", "final_shares", "has_provisional_buckets", "is_whole_day_range",
