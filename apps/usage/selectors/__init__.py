@@ -59,10 +59,12 @@ from apps.usage.selectors.workloads import (
     CHUNK,
     PodUsage,
     Seen,
+    Traits,
     pod_workloads,
     workload_modes,
     workload_pods,
     workload_seen,
+    workload_traits,
 )
 
 __all__ = [
@@ -73,5 +75,5 @@ __all__ = [
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
     "due_hours", "expand_group_by", "final_share", "final_shares", "has_provisional_buckets", "is_whole_day_range",
     "ledger_version", "make_filters", "pod_workloads", "usage_report",
-    "workload_modes", "workload_pods", "workload_seen",
+    "workload_modes", "workload_pods", "workload_seen", "Traits", "workload_traits",
 ]
