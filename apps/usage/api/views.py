@@ -140,8 +140,8 @@ class RankingApi(FormatParamMixin, APIView):
             ordering = parse_ordering(params.get("ordering"), level)
         except ValueError as exc:
             raise param_error("ordering", str(exc)) from exc
-        limit = parse_int(params, "limit", default=50, min_value=1, max_value=RANKING_MAX_LIMIT)
-        offset = parse_int(params, "offset", default=0, min_value=0)
+        limit = parse_int(params, "limit", default=50, min_value=1, max_value=RANKING_MAX_LIMIT) or 50
+        offset = parse_int(params, "offset", default=0, min_value=0) or 0
         try:
             ranking = rank(level=level, start=window.start, end=window.end, visible_teams=visible, ordering=ordering,
                            filters={key: parse_text_list(params, key) for key in FILTER_KEYS},
