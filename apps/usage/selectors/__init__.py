@@ -6,7 +6,7 @@ One module per kind of read, every public name importable from here:
   capacity; figures typed by `apps.usage.figures`;
 * `capacity`: capacity totals and rows, and whether a range is still provisional;
 * `status`: buckets due for collection, data status per cluster and day, clusters missing a signal, freshness;
-* `workloads`: one workload's pods, and the workloads of pods;
+* `workloads`: one workload's pods, the workloads of pods, and the traits of a page of workloads;
 * `rollups`: which rollup answers a range, the filters, how group values print;
 * `ranking`: workloads, pods or namespaces ordered by any figure over any period, paged in the database.
 
@@ -61,7 +61,6 @@ from apps.usage.selectors.workloads import (
     Seen,
     Traits,
     pod_workloads,
-    workload_modes,
     workload_pods,
     workload_seen,
     workload_traits,
@@ -75,5 +74,5 @@ __all__ = [
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
     "due_hours", "expand_group_by", "final_share", "final_shares", "has_provisional_buckets", "is_whole_day_range",
     "ledger_version", "make_filters", "pod_workloads", "usage_report",
-    "workload_modes", "workload_pods", "workload_seen", "Traits", "workload_traits",
+    "workload_pods", "workload_seen", "Traits", "workload_traits",
 ]

@@ -80,30 +80,6 @@ def workload_pods(
     ]
 
 
-WorkloadKey = tuple[str, str, str]  # cluster, namespace, workload
-
-
-def workload_modes(*, start: datetime, end: datetime, visible_teams: set[str] | None,
-                   workloads: Iterable[WorkloadKey]) -> dict[WorkloadKey, list[str]]:
-    """How the pods of each of `workloads` had their GPUs handed out in `[start, end)` (the pod rows'
-    `allocation_mode`s, sorted): a page's worth of workloads, read by the ledger's workload index in one query
-    per CHUNK workload names."""
-    wanted = set(workloads)
-    names = sorted({w for _c, _n, w in wanted})
-    clusters = sorted({c for c, _n, _w in wanted})
-    out: dict[WorkloadKey, set[str]] = defaultdict(set)
-    for i in range(0, len(names), CHUNK):
-        qs = PodHour.objects.filter(cluster__name__in=clusters, workload__in=names[i : i + CHUNK], hour__gte=start,
-                                    hour__lt=end)
-        if visible_teams is not None:
-            qs = qs.filter(team__in=sorted(visible_teams))
-        rows = qs.values_list("cluster__name", "namespace", "workload", "allocation_mode").distinct()
-        for cluster, namespace, workload, mode in rows:
-            if (cluster, namespace, workload) in wanted:
-                out[(cluster, namespace, workload)].add(mode)
-    return {key: sorted(modes) for key, modes in out.items()}
-
-
 @dataclass(frozen=True)
 class Seen:
     """The first and last hour the ledger has any pod of a workload in (None for both when it has none)."""
