@@ -192,17 +192,24 @@ def _grouped_sql(level: str, start: datetime, end: datetime, visible_teams: set[
         return None
     out_names = [("c.name" if k == "cluster" else f"t.k_{k}") + f" AS {k}" for k in keys]
     group = [("c.name" if k == "cluster" else f"t.k_{k}") for k in keys]
+    # One part (whole days, or pods) is already one row per item: grouping it again would only sort it again.
+    regroup = len(selects) > 1
+
+    def total(figure: str) -> str:
+        return f"SUM(t.f_{figure})" if regroup else f"t.f_{figure}"
+
     having = []
     if idle_only:
-        having.append("SUM(t.f_idle_gpu_hours) > 0")
+        having.append(f"{total('idle_gpu_hours')} > 0")
     if activity_below is not None:
-        having.append("SUM(t.f_working_gpu_hours) + SUM(t.f_idle_gpu_hours) > 0 AND SUM(t.f_working_gpu_hours) "
-                      "< %s * (SUM(t.f_working_gpu_hours) + SUM(t.f_idle_gpu_hours))")
+        measured = f"{total('working_gpu_hours')} + {total('idle_gpu_hours')}"
+        having.append(f"{measured} > 0 AND {total('working_gpu_hours')} < %s * ({measured})")
         params.append(float(activity_below))
+    condition = f" {'HAVING' if regroup else 'WHERE'} {' AND '.join(having)}" if having else ""
     sql = (
-        f"SELECT {', '.join(out_names)}, {', '.join(f'SUM(t.f_{f}) AS {f}' for f in FIGURES)} "
-        f"FROM ({' UNION ALL '.join(selects)}) t JOIN {Cluster._meta.db_table} c ON c.id = t.k_cluster "
-        f"GROUP BY {', '.join(group)}" + (f" HAVING {' AND '.join(having)}" if having else "")
+        f"SELECT {', '.join(out_names)}, {', '.join(f'{total(f)} AS {f}' for f in FIGURES)} "
+        f"FROM ({' UNION ALL '.join(selects)}) t JOIN {Cluster._meta.db_table} c ON c.id = t.k_cluster"
+        + (f" GROUP BY {', '.join(group)}" if regroup else "") + condition
     )
     return sql, params
 
