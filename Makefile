@@ -51,7 +51,9 @@ migrate: $(STAMP)
 static: $(STAMP)
 	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
 
-run: migrate
+# A new SQLite database starts from a cached copy of the migrated schema (devtools/.../migrate_cached.py).
+run: $(STAMP)
+	GPUFINOPS_DEVTOOLS=1 $(PYTHON) manage.py migrate_cached
 	GPUFINOPS_DEVTOOLS=1 GPUFINOPS_BASE_URL="$${GPUFINOPS_BASE_URL:-$(URL)}" $(PYTHON) manage.py demo
 	@if [ -n "$$DISPLAY" ]; then (sleep 2; $(PYTHON) -m webbrowser -t $(URL) >/dev/null 2>&1) & fi
 	$(PYTHON) manage.py runserver $(HOST):$(PORT)

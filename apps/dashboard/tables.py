@@ -11,7 +11,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
-from django.utils.html import escape, format_html
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.common.csvfile import csv_bytes
@@ -21,7 +21,7 @@ from apps.usage.money import CENT
 
 # Column kinds: how a value is shown (templatetags/dashfmt.py `cell`) and written to CSV.
 KINDS = ("text", "gpuh", "usd", "ratio", "activity", "coverage", "int", "gpus", "datetime", "date", "seconds",
-         "signed_usd", "signed_pct")
+         "signed_usd", "signed_pct", "badges")
 
 
 # Columns printed so the rows add up to the totals row (money in cents, GPU-hours at 0.1).
@@ -40,10 +40,13 @@ class Column:
     # Shown on the screen only after the table's "more columns" toggle (cluster, node group, GPU model, ...), so the
     # name, the sort key and the money fit at 1,280 px; the CSV keeps every column in its own order.
     secondary: bool = False
+    # Shown under the row's name on the screen (a pod's finding badges), not in a column of its own: the table stays
+    # as wide as it was; the CSV has it as a column.
+    beside_name: bool = False
 
     @property
     def numeric(self) -> bool:
-        return self.kind not in ("text", "datetime", "date")
+        return self.kind not in ("text", "datetime", "date", "badges")
 
 
 @dataclass
@@ -90,10 +93,14 @@ class Block:
     def screen_columns(self) -> list[Column]:
         """The columns in the screen's order: the name, then the money (the usual sort key: idle cost), then the
         rest, the secondary ones last (folded). The CSV keeps `columns` as they are."""
-        first, rest = self.columns[:1], self.columns[1:]
+        first, rest = self.columns[:1], [c for c in self.columns[1:] if not c.beside_name]
         money = [c for c in rest if c.kind in ("usd", "signed_usd") and not c.secondary]
         others = [c for c in rest if c not in money and not c.secondary]
         return first + money + others + [c for c in rest if c.secondary]
+
+    @cached_property
+    def beside_name(self) -> list[Column]:
+        return [c for c in self.columns if c.beside_name]
 
     @cached_property
     def secondary(self) -> list[Column]:
@@ -104,7 +111,8 @@ class Block:
         """The table's rows as HTML (escaped here: tenants write names): built in Python, since a template loop
         over thousands of cells costs more than the page's queries."""
         printed = self.printed
-        return [row_html(self.screen_columns, {**r, **printed.get(id(r), {})}) for r in self.rows]
+        return [row_html(self.screen_columns, {**r, **printed.get(id(r), {})}, beside=self.beside_name)
+                for r in self.rows]
 
     @cached_property
     def foot(self) -> SafeString:
@@ -139,6 +147,8 @@ def csv_value(value: Any, kind: str) -> object:
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind == "date" and isinstance(value, date):
         return value.isoformat()
+    if kind == "badges":
+        return "; ".join(value)
     return value
 
 
@@ -178,6 +188,8 @@ def format_cell(value: Any, kind: str = "text") -> str:
         return f"{float(value):,.2f}".rstrip("0").rstrip(".")
     if kind == "seconds":
         return _duration(value)
+    if kind == "badges":
+        return ", ".join(value)
     if kind == "datetime" and isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     if kind == "date" and isinstance(value, date):
@@ -185,11 +197,23 @@ def format_cell(value: Any, kind: str = "text") -> str:
     return str(value)
 
 
+def badges_html(labels: Sequence[str], href: str | None = None) -> SafeString:
+    """A "badges" cell: each label a badge (the kinds of a row's findings), linked to the row's page's "Why" block
+    when the row links somewhere."""
+    # An infra loss (a broken GPU the team paid for) in red, like the workload page's badge; the rest amber.
+    tone = [(" loss" if b == "infra loss" else "", b) for b in labels]
+    if href:
+        return format_html_join(" ", '<a class="badge why{}" href="{}#why">{}</a>', ((t, href, b) for t, b in tone))
+    return format_html_join(" ", '<span class="badge why{}">{}</span>', tone)
+
+
 ROW_CLASSES = {"unallocated": "platform", "unassigned": "unassigned"}
 
 
-def row_html(columns: Sequence[Column], row: dict[str, Any], *, foot: bool = False) -> SafeString:
-    """One `<tr>`: the first cell a row header (linked down when the row has an `href`), numbers right-aligned."""
+def row_html(columns: Sequence[Column], row: dict[str, Any], *, foot: bool = False,
+             beside: Sequence[Column] = ()) -> SafeString:
+    """One `<tr>`: the first cell a row header (linked down when the row has an `href`), with the badges of the
+    `beside` columns under it; numbers right-aligned."""
     cells = []
     for i, c in enumerate(columns):
         value = row.get(c.key)
@@ -198,7 +222,12 @@ def row_html(columns: Sequence[Column], row: dict[str, Any], *, foot: bool = Fal
             text = text if value is not None or not foot else "Total"
             href = row.get("href") if not foot else None
             inner = format_html('<a href="{}">{}</a>', href, text) if href else escape(text)
+            under = [badges_html(row[b.key], href) for b in beside if row.get(b.key) and not foot]
+            if under:
+                inner = format_html("{}<br>{}", inner, mark_safe(" ".join(under)))
             cells.append(format_html('<th scope="row">{}</th>', inner))
+        elif c.kind == "badges" and value and not foot:
+            cells.append(format_html("<td>{}</td>", badges_html(value, row.get("href"))))
         else:
             cls = " ".join(n for n in ("num" if c.numeric else "", "sec" if c.secondary else "") if n)
             cells.append(format_html('<td class="{}">{}</td>', cls, text) if cls else format_html("<td>{}</td>", text))

@@ -30,6 +30,7 @@ from apps.usage.activity import default_signal
 from apps.usage.models import Bucket, PodHour
 
 from .constants import IDLE_KINDS, Kind
+from .grouping import Member, within
 from .models import Finding, FindingHour
 
 KINDS: tuple[str, ...] = tuple(Kind.values)
@@ -91,6 +92,37 @@ def finding_get(*, pk: int, visible_teams: set[str] | None) -> Finding | None:
     return Finding.objects.filter(visible_q(visible_teams)).filter(listed_q()).select_related("cluster").filter(
         pk=pk).first()
 
+
+
+def workload_findings(*, visible_teams: set[str] | None, start: datetime, end: datetime, cluster: str,
+                      namespace: str, workload: str) -> list[Member]:
+    """A workload's findings overlapping `[start, end)` (the page's period), each with the figures of its hours
+    inside the period (a run may straddle it): two queries whatever the number of findings."""
+    runs = list(finding_list(visible_teams=visible_teams, start=start, end=end, clusters=[cluster],
+                             namespaces=[namespace], workloads=[workload]))
+    if not runs:
+        return []
+    hours = FindingHour.objects.filter(
+        visible_q(visible_teams), cluster_id=runs[0].cluster_id, kind__in=sorted({r.kind for r in runs}),
+        subject__in=sorted({r.subject for r in runs}), hour__gte=start, hour__lt=end,
+    ).values_list("kind", "subject", "hour", "gpu_hours", "cost", "allocated_cost")
+    return within(runs, hours, start, end)
+
+
+def workload_finding_kinds(*, visible_teams: set[str] | None, start: datetime, end: datetime,
+                           workloads: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], list[str]]:
+    """(cluster, namespace, workload) -> the kinds of its findings overlapping `[start, end)`, in KINDS' order:
+    one query for a page's few rows (the overview's top idle workloads)."""
+    if not workloads:
+        return {}
+    which = Q()
+    for cluster, namespace, workload in workloads:
+        which |= Q(cluster__name=cluster, namespace=namespace, workload=workload)
+    found: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for c, ns, wl, kind in finding_list(visible_teams=visible_teams, start=start, end=end).filter(which).order_by() \
+            .values_list("cluster__name", "namespace", "workload", "kind").distinct():
+        found[(c, ns, wl)].add(kind)
+    return {k: [kind for kind in KINDS if kind in v] for k, v in found.items()}
 
 # ---- Counts for the overviews and the page (templates/findings/includes/counts.html) ----
 

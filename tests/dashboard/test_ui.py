@@ -47,8 +47,10 @@ def tiles(browser) -> dict[str, str]:
 
 
 def table(browser, block: str, part: str = "tbody") -> list[list[str]]:
+    """The cells' text; a row's name without the finding badges under it (a pod's "infra loss")."""
     return browser.eval(f"Array.from(document.querySelectorAll('#{block} table {part} tr')).map(tr => "
-                        "Array.from(tr.children).map(c => c.textContent.trim()))")
+                        "Array.from(tr.children).map(c => (c.tagName === 'TH' && c.firstChild || c)"
+                        ".textContent.trim()))")
 
 
 def headers(browser, block: str) -> list[str]:
@@ -268,7 +270,7 @@ def test_the_api_docs_render_offline(demo_db, browser):
 
 # Every page with tables, as finance (who sees the most columns); the workload page is reached from the workloads table.
 FIT_PAGES = ("/", "/workloads/", "workload", "/queues/", "/teams/", "/fleet/", "/capacity/", "/data-status/",
-             "/findings/", "/reports/")
+             "/findings/", "/findings/?group=workload", "/reports/")
 # Each table wider than the box it sits in (its scrolling wrapper, or its parent): "which table, how wide, in what".
 CLIPPED = """Array.from(document.querySelectorAll('table')).map(t => {
   const box = t.closest('.table-wrap') || t.parentElement;
@@ -290,8 +292,65 @@ def test_no_table_is_clipped_at_1280_px(demo_db, browser):
             browser.goto(demo_db.url + "/workloads/")
             path = browser.eval("document.querySelector('#workloads tbody th a').getAttribute('href')")
         browser.goto(demo_db.url + path)
+        # /findings/' groups fold their findings: open every group, so their tables are measured too.
+        browser.eval("document.querySelectorAll('details.finding-group').forEach(d => { d.open = true; })")
         assert browser.eval("window.innerWidth") == 1280  # (the page less its vertical scrollbar)
         assert browser.eval("document.querySelectorAll('table').length") > 0, path
         if found := browser.eval(CLIPPED):
             clipped[path] = found
     assert clipped == {}, f"clipped tables at 1280 px ([block, table width, box width, box scroll]): {clipped}"
+
+
+def test_a_team_lead_finds_which_job_wasted_most_and_why_in_two_clicks(demo_db, browser):
+    """Issue 21: from the overview, the job that wasted most (top of "Top workloads by idle cost", click 1) and why
+    (its "Why" block's costliest row, click 2) lands on the throttled node's findings: the infra loss of that job's
+    GPUs on that node, shown (its group open), not behind another click."""
+    sign_in(browser, demo_db, "lead")
+    assert browser.eval("location.pathname") == "/"
+    p = period(browser)
+    by_workload = api(browser, "/api/v1/usage/", start=p["start"], end=p["end"], group_by="workload")
+    top = max(by_workload["results"], key=lambda r: (money(r["idle_cost"]), money(r["cost"])))
+    # The truth, from the findings API for the same period: the node where that job lost most to unhealthy GPUs.
+    unhealthy = api(browser, "/api/v1/findings/", start=p["start"], end=p["end"], kind="unhealthy_gpu",
+                    namespace=top["namespace"], workload=top["workload"], page_size=500)["results"]
+    loss: dict[str, Decimal] = defaultdict(Decimal)
+    for f in unhealthy:
+        loss[f["node"]] += money(f["allocated_cost"])
+    assert loss, "the job that wasted most has infra loss in the demo"
+    node = max(loss, key=loss.get)
+    clicks = 0
+
+    # Click 1: the overview's top idle workload; its row says why already (a finding badge).
+    row = browser.eval("Array.from(document.querySelector('#top-idle tbody tr').children)"
+                       ".map(c => c.textContent.trim())")
+    assert row[0] == top["workload"] and "infra loss" in row[-1]
+    click(browser, "#top-idle tbody th a", "/workloads/")
+    clicks += 1
+    assert browser.eval("document.querySelector('h1').textContent").endswith(top["workload"])
+    assert "infra loss" in browser.eval("document.querySelector('.why-badges').textContent")
+    why = table(browser, "why")
+    assert why and why[0][0].startswith("infra loss")
+    assert f"node {node}" in why[0][headers(browser, "why").index("Where")]
+
+    # Click 2: the costliest reason, the throttled node's finding.
+    browser.eval("document.querySelector('#why tbody th a').click()")
+    browser.wait_for("location.pathname === '/findings/' && document.readyState === 'complete'")
+    clicks += 1
+    target = browser.eval("""(() => { const r = document.querySelector(location.hash);
+      const box = r.getBoundingClientRect();
+      return {kind: r.dataset.kind, node: r.dataset.node, open: r.closest('details').open, height: box.height,
+              text: r.textContent.replace(/\\s+/g, ' ')}; })()""")
+    assert target["kind"] == "unhealthy_gpu" and target["node"] == node
+    assert target["open"] and target["height"] > 0  # shown, not folded
+    assert "throttled" in target["text"] and top["workload"] in target["text"]
+    groups = browser.eval("Array.from(document.querySelectorAll('details.finding-group summary .name strong'))"
+                          ".map(s => s.textContent)")
+    assert groups == [f"node {node}"]
+    assert clicks <= 2
+
+    # The same link without the filters (a findings e-mail's): many groups, folded, and the linked one opens.
+    fragment = browser.eval("location.hash")
+    browser.goto(f"{demo_db.url}/findings/?start={p['start']}&end={p['end']}{fragment}")
+    browser.wait_for("document.querySelectorAll('details.finding-group').length > 1")
+    browser.wait_for("document.querySelector(location.hash).closest('details').open")
+    assert browser.eval("document.querySelectorAll('details.finding-group[open]').length") == 1

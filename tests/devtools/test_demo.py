@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -49,6 +50,43 @@ def test_it_collects_a_day_through_the_production_path(demo_run):
     assert [n.node for n in sim.nodes_without_bill] == ["l4-noplugin-0"]
     assert [u.resource_id for u in month.unmatched] == ["i-0ffffffffffffffff"]
     assert Budget.objects.filter(period="weekly").count() >= 3 and "(/budgets/)" in demo_run
+
+
+# A Monday 01:30 UTC: the default period is the previous ISO week (2026-W48, 168 hours) and the current week's first
+# two hours, so W48 is final. The tiny scenario (3 nodes) keeps a week of collection short.
+MONDAY = datetime(2026, 11, 30, 1, 30, tzinfo=UTC)
+
+
+@pytest.mark.slow
+def test_the_default_period_leaves_a_final_a_provisional_and_a_restated_weekly_report(
+        transactional_db, settings, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    from apps.reports.archive import page
+    from apps.reports.periods import period_state, week
+
+    settings.VAR_DIR = tmp_path
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    out = io.StringIO()
+    call_command("demo", "--scenario", "tiny", "--now", MONDAY.isoformat(), stdout=out, stderr=io.StringIO())
+    hours = Bucket.objects.order_by("hour").values_list("hour", flat=True)
+    assert hours[0] == datetime(2026, 11, 23, tzinfo=UTC) and len(hours) == 7 * 24 + 2  # from W48's Monday 00:00
+    assert period_state(week(hours[0]), MONDAY).final
+    archive = page(get_user_model().objects.get(username="demo"), None, now=MONDAY)
+    editions = [(e["period"], e["status"], e["version"]) for e in archive["editions"]]
+    assert editions == [("2026-W49", "provisional", 1), ("2026-W48", "restated", 2), ("2026-W48", "final", 1)]
+    restated = next(e for e in archive["editions"] if e["status"] == "restated")
+    assert restated["previous_version"] == 1
+    assert not [d for d in archive["due"] if d["kind"] == "weekly"]  # the last complete week has its final edition
+    assert "2026-W48 all v1 final" in out.getvalue() and "2026-W48 all v2 restated" in out.getvalue()
+
+
+def test_the_default_period_starts_on_the_previous_iso_weeks_monday():
+    from devtools.management.commands.demo import demo_since
+
+    assert demo_since(MONDAY, None) == datetime(2026, 11, 23, tzinfo=UTC)
+    sunday = datetime(2026, 12, 6, 23, 59, tzinfo=UTC)
+    assert demo_since(sunday, None) == datetime(2026, 11, 23, tzinfo=UTC)
+    assert demo_since(MONDAY, 2) == MONDAY - timedelta(days=2)
 
 
 def test_it_refuses_a_period_shorter_than_a_day_or_an_unknown_scenario():

@@ -26,7 +26,8 @@ from apps.dashboard.selectors.shared import (
 )
 from apps.dashboard.selectors.workloads import ranked_rows, workload_ranking
 from apps.dashboard.tables import Block, Column
-from apps.findings.selectors import idle_allocation_list
+from apps.findings.grouping import badge
+from apps.findings.selectors import idle_allocation_list, workload_finding_kinds
 from apps.usage.figures import Unit, UsageFigures
 from apps.usage.selectors import UsageReport, clusters_missing_signal, pod_workloads
 
@@ -59,6 +60,7 @@ TOP_COLUMNS = [
     Column("cost", "Cost (USD)", "usd", "cost"), Column("idle_gpu_hours", "Idle in allocations (GPU-h)", "gpuh",
                                                         "idle-in-allocations"),
     Column("activity", "Activity", "activity", "activity"),
+    Column("findings", "Why", "badges", "finding"),
 ]
 IDLE_COLUMNS = [
     Column("pod", "Pod", "text", "idle-allocation"), Column("workload", "Workload", "text", "workload"),
@@ -98,8 +100,13 @@ def idle_now(scope: Scope, limit: int = 10) -> tuple[list[dict[str, Any]], int]:
 
 
 def top_workloads(scope: Scope, limit: int = TOP) -> list[dict[str, Any]]:
-    """The workloads with the largest idle cost (those with idle GPU-hours), ranked in the database."""
-    return ranked_rows(scope, workload_ranking(scope, ordering="-idle_cost", limit=limit, idle_only=True))
+    """The workloads that wasted most (idle cost; those with idle GPU-hours), ranked in the database, each with the
+    badges of its findings in the period (the why beside the what: each badge links to the workload's "Why" block)."""
+    top = ranked_rows(scope, workload_ranking(scope, ordering="-idle_cost", limit=limit, idle_only=True))
+    w = scope.window
+    keys = [(r["cluster"], r["namespace"], r["recorded_workload"]) for r in top]
+    kinds = workload_finding_kinds(visible_teams=scope.visible_teams, start=w.start, end=w.end, workloads=keys)
+    return [{**r, "findings": [badge(k) for k in kinds.get(key, [])]} for r, key in zip(top, keys, strict=True)]
 
 
 def _tiles(scope: Scope, totals: UsageFigures, hist: History, by_team: UsageReport) -> list[dict[str, Any]]:

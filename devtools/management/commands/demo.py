@@ -1,9 +1,14 @@
-"""python manage.py demo [--scenario demo] [--days 7] [--seed 0]: seed the embedded demo.
+"""python manage.py demo [--scenario demo] [--days N] [--seed 0]: seed the embedded demo.
 
 Serves the simulated cluster's Kubernetes API and Prometheus on loopback ports, registers the cluster like
 any other (a kubeconfig and a Prometheus URL), sets demo prices, and collects the period through the
 production path (`apps.ingest.services.collect_cluster`, reading the simulated Prometheus with its
 `PrometheusSource`), one UTC day per call, and replays the hourly capacity and queue history.
+
+The period is the previous full ISO week and the current one (from Monday 00:00 UTC of the previous week), so
+the previous week is final: the archive then holds its final weekly report, the current week's provisional one,
+and the previous week restated once the demo's cloud bill is imported (the billed basis changes its figures).
+`--days N` collects the last N days instead (the tests' short demos; no report editions unless a week is final).
 
 Where the platform can fork, each server runs in a process of its own and two worker processes (this one
 and a fork) share the days of collection and history, so the demo uses every core.
@@ -13,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import multiprocessing
 import os
 import secrets
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from itertools import groupby, zip_longest
@@ -28,6 +34,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from apps.common.commands import time_option
 from apps.common.timeutils import hours_between
 from apps.inventory.models import Cluster, GpuPrice
 from apps.inventory.observations import ClusterSnapshot
@@ -69,14 +76,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--scenario", default="demo")
-        parser.add_argument("--days", type=int, default=7)
+        parser.add_argument("--days", type=int, default=None,
+                            help="collect the last N days (default: the previous full ISO week and the current one)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--with-dra", action=argparse.BooleanOptionalAction, default=None,
                             help="demo scenario only: with (--with-dra) or without (--no-with-dra) its DRA node "
                                  "group and HAMi node (default: devtools.simulator.scenarios.DEMO_WITH_DRA, on)")
+        parser.add_argument("--now", help="ISO 8601 time (UTC unless it has an offset) to act as (default: now): the "
+                                          "simulated world ends and the collection stops there")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
-        if opts["days"] < 1:
+        if opts["days"] is not None and opts["days"] < 1:
             raise CommandError("--days must be at least 1")
         # Django's debug cursor would keep (and on SQLite re-quote, one extra query each) every statement.
         debug, settings.DEBUG = settings.DEBUG, False
@@ -92,14 +102,18 @@ class Command(BaseCommand):
 
         started = time.monotonic()
         _bypass_proxies_for_loopback()
-        now = datetime.now(UTC)
+        _sqlite_commits_without_fsync()
+        now = time_option("now", opts.get("now")) or datetime.now(UTC)
         end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        since = demo_since(now, opts["days"])
+        # The simulated world starts a day before the collection (so its first hour has a past), in whole days: the
+        # same world for the same `end` and days (the tests pin `--days N`'s, built with N + 1).
+        days = opts["days"] if opts["days"] is not None else math.ceil((end - since) / timedelta(days=1))
         try:
-            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=opts["days"] + 1,
+            scenario = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days + 1,
                                       with_dra=opts.get("with_dra"))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        since = now - timedelta(days=opts["days"])
         hours = hours_between(since, now)
         snapshots = [at for at in (h + timedelta(hours=1) for h in hours) if at <= now]
         # Bound here, served by whichever process serves them (no thread may run before the forks).
@@ -124,20 +138,23 @@ class Command(BaseCommand):
             self.stdout.flush()
             servers.start()
             _preload()
+            ledger, history = _by_day("ledger", hours), _by_day("history", snapshots)
             if scenario.dra_versions:  # claims keep no history: read them through the period, as beat would
                 self.stdout.write(f"reading the DRA claims of {len(snapshots)} past hours")
                 self.stdout.flush()
-                replay_claims(cluster, servers.kube.url, snapshots)
-            # One task per UTC day and kind, collection and history interleaved so two workers stay busy.
-            tasks = [task for pair in zip_longest(_by_day("ledger", hours), _by_day("history", snapshots))
-                     for task in pair if task]
+                tasks: Iterable[Task] = _claims_first(cluster, servers.kube.url, ledger, history)
+            else:
+                tasks = _schedule(ledger, history)
             tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours)))
         finally:
             servers.stop()
         self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
         self.stdout.write(f"{cluster.name}: {tally.written} buckets written, {len(tally.failed)} failed, "
                           f"{tally.queries} Prometheus queries, {time.monotonic() - started:.1f} s")
+        final = self._final_editions(now)
         self._finance(cluster, now)
+        if final:
+            self._restated(now)
         self._demo_user()
         if tally.failed:
             raise CommandError(f"demo collection had failures: {next(iter(tally.failed.values()))}")
@@ -154,6 +171,35 @@ class Command(BaseCommand):
         budgets = demo_budgets(cluster, now)
         self.stdout.write(f"weekly budgets: {', '.join(budgets) or 'none'} (/budgets/)")
 
+    def _final_editions(self, now: datetime) -> bool:
+        """When the previous ISO week is final (the default period), the fleet's weekly editions (scope `all`) as
+        `send_reports` makes them, with no subscription to e-mail: the previous week's final edition and the current
+        week's provisional one. Returns whether the previous week was final (a `--days` demo's seldom is)."""
+        from apps.reports.content import Scope
+        from apps.reports.periods import WEEKLY, last_complete, ledger_stamp, period_state, week
+        from apps.reports.services import current_edition
+
+        previous = last_complete(WEEKLY, now)
+        if not period_state(previous, now).final:
+            return False
+        made: list[str] = []
+        for period in (previous, week(now)):
+            state = period_state(period, now)
+            current_edition(period, Scope(None), state, now=now, stamp=ledger_stamp(period), made=made)
+        for edition in made:
+            self.stdout.write(f"report edition {edition} (/reports/)")
+        return True
+
+    def _restated(self, now: datetime) -> None:
+        """The bill just imported covers the final week: `send_reports`' restatement check finds its figures
+        changed (the billed basis) and restates it."""
+        from apps.reports.periods import WEEKLY
+        from apps.reports.services import restate_closed
+
+        for outcome in restate_closed(now=now, kinds=(WEEKLY,)):
+            for edition in outcome.editions:
+                self.stdout.write(f"report edition {edition}, restated after the bill import (/reports/)")
+
     def _demo_user(self) -> None:
         """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones)."""
         from django.contrib.auth import get_user_model
@@ -167,13 +213,45 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"sign in at {site} as demo / {password}"))
 
 
+def demo_since(now: datetime, days: int | None) -> datetime:
+    """Where the demo's collection starts: `days` before `now`, or by default Monday 00:00 UTC of the previous ISO
+    week (the one period rule's last complete week), so one whole week is final."""
+    from apps.common.periods import WEEKLY, last_complete
+
+    if days is not None:
+        return now - timedelta(days=days)
+    return last_complete(WEEKLY, now).start
+
+
 def _preload() -> None:
     """Import the collectors once here rather than once in every worker (the Kubernetes client is large)."""
     from apps.ingest.collectors import kubernetes, prometheus  # noqa: F401
 
 
-def _by_day(kind: str, hours: list[datetime]) -> list[tuple[str, list[datetime]]]:
-    return [(kind, list(day)) for _date, day in groupby(hours, key=lambda h: h.date())]
+# A worker's task: ("ledger" | "history", the hours of one UTC day, for history the snapshots already read of them).
+Task = tuple[str, list[datetime], list[ClusterSnapshot] | None]
+
+
+def _by_day(kind: str, hours: list[datetime]) -> list[Task]:
+    return [(kind, list(day), None) for _date, day in groupby(hours, key=lambda h: h.date())]
+
+
+def _claims_first(cluster: Cluster, kube_url: str, ledger: list[Task], history: list[Task]) -> Iterator[Task]:
+    """With DRA: the pod and claim observations of every past hour, oldest first, before any bucket is collected
+    (`replay_claims`); each day's reads go on as that day's history task, so a worker records the side snapshots
+    while this process reads the next day, and the simulated API is read once per hour. Then the ledger days."""
+    for _kind, hours, _none in history:
+        read = replay_claims(cluster, kube_url, hours)
+        yield ("history", hours, [read[at] for at in hours])
+    yield from ledger
+
+
+def _schedule(ledger: list[Task], history: list[Task]) -> list[Task]:
+    """One task per UTC day and kind, interleaved so two workers stay busy, each day's history a task ahead of its
+    ledger (two tasks ahead: the two workers start on history): a snapshot recorded before its hour's bucket leaves
+    the snapshot kinds of findings to the bucket's write (`apps.findings.services.record_snapshot`) instead of both
+    computing them. The history tasks are the shorter ones, so they stay ahead."""
+    return history[:2] + [task for pair in zip_longest(ledger, history[2:]) for task in pair if task]
 
 
 class Workers:
@@ -184,11 +262,12 @@ class Workers:
         self.cluster, self.kube_url, self.now, self.total = cluster, kube_url, now, total
         self.done = multiprocessing.Value("i", 0)
 
-    def run(self, kind: str, hours: list[datetime]) -> Tally:
+    def run(self, kind: str, hours: list[datetime], read: list[ClusterSnapshot] | None = None) -> Tally:
         from apps.ingest import services
 
         if kind == "history":
-            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours))
+            known = dict(zip(hours, read, strict=True)) if read is not None else None
+            return Tally(snapshots=replay_history(self.cluster, self.kube_url, hours, known))
         report = services.collect_cluster(self.cluster, hours, now=self.now, progress=self.progress)
         return Tally(written=len(report.written), failed={h.isoformat(): e for h, e in report.failed.items()},
                      queries=report.queries)
@@ -201,19 +280,21 @@ class Workers:
         print(f"[{n}/{self.total}] {message.split('] ', 1)[-1]}", file=sys.stderr, flush=True)
 
 
-def run_tasks(tasks: list, workers: Workers) -> Tally:
-    """The tasks, shared by this process and a forked one when the platform can fork."""
+def run_tasks(tasks: Iterable[Task], workers: Workers) -> Tally:
+    """The tasks, shared by this process and a forked one when the platform can fork. This process produces them
+    (a generator may work between two tasks: `_claims_first`) while the forked worker starts on the first ones,
+    then joins in."""
     ctx = _fork_context()
     tally = Tally()
     if ctx is None:
-        for kind, hours in tasks:
-            tally.add(workers.run(kind, hours))
+        for task in tasks:
+            tally.add(workers.run(*task))
         return tally
-    queue = ctx.SimpleQueue()
-    for task in tasks:
-        queue.put(task)
-    for _ in range(WORKERS):
-        queue.put(None)
+    # A Queue, not a SimpleQueue: its feeder thread buffers, so putting a day of snapshots never waits for a busy
+    # worker to read the pipe. Every task is read before this process returns, except after a failure, when the
+    # workers are gone and nothing should wait to flush the pipe to them.
+    queue = ctx.Queue()
+    queue.cancel_join_thread()
     # Each process opens its own connection; settings make SQLite transactions IMMEDIATE, so the workers'
     # writes wait for each other instead of failing with "database is locked".
     connections.close_all()
@@ -226,6 +307,10 @@ def run_tasks(tasks: list, workers: Workers) -> Tally:
         children.append((child, receiver))
     errors = []
     try:
+        for task in tasks:
+            queue.put(task)
+        for _ in range(WORKERS):
+            queue.put(None)
         tally.add(_work(queue, workers))
         for child, receiver in children:
             try:
@@ -263,16 +348,19 @@ def _child(fn: Callable, args: tuple, sender) -> None:  # type: ignore[no-untype
         connections.close_all()
 
 
-def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int:
+def replay_history(cluster: Cluster, kube_url: str, hours: list[datetime],
+                   read: Mapping[datetime, ClusterSnapshot] | None = None) -> int:
     """Hourly capacity and queue snapshots, each read from the simulated Kubernetes API as of its hour.
 
     A live installation builds this history one collection at a time; the demo replays it so the
     fragmentation chart has a past. Only the side snapshots are recorded (nodes and pod observations
-    are the ledger collection's)."""
+    are the ledger collection's). `read`: snapshots of some of these hours already read (as of the same hour)."""
     from apps.ingest import services
 
-    for snap in _snapshots_at(cluster, kube_url, hours):
-        services.record_side_snapshots(cluster, snap)
+    read = read or {}
+    unread = iter(_snapshots_at(cluster, kube_url, [at for at in hours if at not in read]))
+    for at in hours:
+        services.record_side_snapshots(cluster, read[at] if at in read else next(unread))
     return len(hours)
 
 
@@ -291,22 +379,24 @@ def _snapshots_at(cluster: Cluster, kube_url: str, hours: list[datetime]) -> Ite
         yield dataclasses.replace(read_snapshot(cluster, api_client), taken_at=at)
 
 
-def replay_claims(cluster: Cluster, kube_url: str, hours: list[datetime]) -> int:
+def replay_claims(cluster: Cluster, kube_url: str, hours: list[datetime]) -> dict[datetime, ClusterSnapshot]:
     """Pod and claim observations read hourly through the period, before its buckets are collected.
 
     The Kubernetes API keeps no allocation history and deletes a template's claim with its pod, so a live
     installation learns which devices a pod held (and how long a claim sat allocated with no consumer) from its
     collections every 5 minutes. The demo collects its week at once: it reads the simulated API as of each past
-    hour first (hourly, so an idle claim's hours are to the hour)."""
+    hour first (hourly, so an idle claim's hours are to the hour). Returns the snapshots read, by hour."""
     from django.db import transaction
 
     from apps.usage import services as ledger
 
+    read = {}
     for snap in _snapshots_at(cluster, kube_url, hours):
         with transaction.atomic():
             ledger.lock_cluster(cluster)
             ledger.record_pod_observations(cluster, snap)
-    return len(hours)
+        read[snap.taken_at] = snap
+    return read
 
 
 def _bypass_proxies_for_loopback() -> None:
@@ -317,6 +407,23 @@ def _bypass_proxies_for_loopback() -> None:
         if host not in hosts:
             hosts.append(host)
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(hosts)
+
+
+def _sqlite_commits_without_fsync() -> None:
+    """On SQLite (WAL, gpufinops.settings) the demo's connections commit without waiting for the disk
+    (synchronous=NORMAL: still consistent after a crash, only the last transactions may be lost on power loss): the
+    demo writes in thousands of small transactions, each of which would otherwise wait for an fsync."""
+    from django.db.backends.signals import connection_created
+
+    def pragma(sender, connection, **kwargs):  # type: ignore[no-untyped-def]
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA synchronous=NORMAL")
+
+    connection_created.connect(pragma, weak=False, dispatch_uid="gpufinops-demo-sqlite-synchronous")
+    for conn in connections.all():
+        if conn.connection is not None:  # already open in this process: the signal has been sent
+            pragma(None, conn)
 
 
 def _fork_context():  # type: ignore[no-untyped-def]
