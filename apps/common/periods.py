@@ -239,6 +239,27 @@ def span(start: datetime, end: datetime) -> Window:
     return Window(start, end, "custom", label, (("start", f"{start:{fmt}}"), ("end", f"{end:{fmt}}")))
 
 
+@dataclass(frozen=True)
+class DaySplit:
+    """`[start, end)` cut where the day rollups can answer: the whole UTC days inside it (`days`, None when there
+    are none) and the hours before and after them (`hours`: one or two half-open ranges, partial days)."""
+
+    days: tuple[datetime, datetime] | None
+    hours: tuple[tuple[datetime, datetime], ...]
+
+
+def split_days(start: datetime, end: datetime) -> DaySplit:
+    """The whole days of `[start, end)` and the partial days at its edges (a ranking reads the day rollups for
+    the first and the hour rollups for the second, so its figures equal the ledger's exactly)."""
+    start, end = to_utc(start), to_utc(end)
+    first = start if floor_day(start) == start else floor_day(start) + DAY
+    last = floor_day(end)
+    if first >= last:
+        return DaySplit(None, ((start, end),) if start < end else ())
+    edges = tuple((a, b) for a, b in ((start, first), (last, end)) if a < b)
+    return DaySplit((first, last), edges)
+
+
 def last_days(n: int, now: datetime) -> Window:
     """The last `n` whole UTC days, today (still being collected) included."""
     end = floor_day(now) + DAY

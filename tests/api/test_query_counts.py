@@ -11,6 +11,8 @@ BUDGET = {
     "/api/v1/usage/?start=2026-11-23&end=2026-11-24&group_by=team,namespace": 8,
     "/api/v1/usage/?start=2026-11-23&end=2026-11-24&group_by=pod": 8,
     "/api/v1/usage/?start=2026-11-23&end=2026-11-24&group_by=workload,cluster": 9,
+    "/api/v1/rankings/?start=2026-11-23&end=2026-11-25&limit=2": 7,
+    "/api/v1/rankings/?start=2026-11-23&end=2026-11-25&limit=2&offset=100&by=pod": 8,
     "/api/v1/idle-allocations/": 14,
     "/api/v1/teams/": 6,
     "/api/v1/clusters/": 7,

@@ -31,6 +31,7 @@ def test_it_publishes_an_openapi_document_with_every_endpoint(clients):
     schema = clients["root"].get("/api/v1/schema/?format=json").json()
     for path in (
         "/api/v1/usage/",
+        "/api/v1/rankings/",
         "/api/v1/idle-allocations/",
         "/api/v1/teams/",
         "/api/v1/teams/{name}/",

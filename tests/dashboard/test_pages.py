@@ -352,34 +352,33 @@ def test_per_workload_and_per_pod_totals_equal_the_team_totals_on_the_demo(as_us
                     assert abs(total - Decimal(str(team[f]))) <= slack, (window, key, team["team"], f)
 
 
-def test_a_scope_with_more_workloads_than_one_answer_holds_is_explained_not_a_500(as_user, monkeypatch):
-    """A fleet's week of short jobs can exceed GPUFINOPS_API_MAX_ROWS (20,000 rows): per workload without node
-    groups first, then a message asking to narrow the scope; the rest of the overview still renders."""
+def test_workloads_past_the_answer_cap_are_ranked_and_paged_not_refused(as_user, settings):
+    """The workloads page and the overview's top list rank in the database: no GPUFINOPS_API_MAX_ROWS cap applies
+    (a fleet's month has more workloads than one answer holds), every page of the ranking is reachable, and a page
+    past the whole-ranking size prints each row on its own."""
     from apps.dashboard.selectors import workloads
-    from apps.usage.selectors import TooLarge
 
     fin = as_user("fin")
-    full = fin.get("/workloads/?days=30").context["count"]
-    real = workloads.report
-    refused = []
-
-    def bounded(scope, group_by, **kwargs):  # what usage_report answers past the cap, for the chosen groupings
-        if "workload" in group_by and len(group_by) > limit:
-            refused.append(tuple(group_by))
-            raise TooLarge("group_by", "More than 20000 rows")
-        return real(scope, group_by, **kwargs)
-
-    monkeypatch.setattr(workloads, "report", bounded)
-    limit = 3  # the detailed rows are refused, one row per workload is not
-    page = fin.get("/workloads/?days=30")
-    assert page.status_code == 200 and page.context["count"] == full and refused
-    assert all(r["node_groups"] == "" for r in page.context["table_block"].extra["all_rows"])
-    limit = 0  # nothing with workloads fits
-    for path in ("/workloads/?days=30", "/?days=30"):
-        page = fin.get(path)
-        assert page.status_code == 200, path
-        assert "too many to list on one page" in html.unescape(page.content.decode()), path
-    assert "Idle in allocations" in fin.get("/?days=30").content.decode()
+    full = fin.get("/workloads/?days=30")
+    rows = full.context["table_block"].extra["all_rows"]
+    assert len(rows) == full.context["count"] > 3
+    settings.GPUFINOPS_API_MAX_ROWS = 2
+    workloads.PAGE_SIZE, workloads.WHOLE_RANKING_ROWS = 2, 2  # restored below
+    try:
+        page = fin.get("/workloads/?days=30&page=2")
+        assert page.status_code == 200 and page.context["count"] == len(rows) and page.context["pages"] > 2
+        shown = page.context["table_block"].rows
+        assert [(r["team"], r["workload"]) for r in shown] == [(r["team"], r["workload"]) for r in rows[2:4]]
+        assert "all_rows" not in page.context["table_block"].extra
+        last = fin.get("/workloads/?days=30&page=999")
+        assert last.context["page"] == last.context["pages"] and last.context["table_block"].rows
+    finally:
+        workloads.PAGE_SIZE, workloads.WHOLE_RANKING_ROWS = 50, 2_000
+    settings.GPUFINOPS_API_MAX_ROWS = 20_000
+    overview = fin.get("/?days=30")
+    top = next(b for b in overview.context["blocks"] if b.id == "top-idle").rows
+    idle = sorted((r for r in rows if r["idle_gpu_hours"] > 0), key=lambda r: -r["idle_cost"])
+    assert [r["idle_cost"] for r in top] == [r["idle_cost"] for r in idle[:len(top)]] and top
 
 
 def test_a_range_not_on_midnight_compares_with_the_previous_ranges_totals(as_user, demo_db):

@@ -57,3 +57,19 @@ start = end - timedelta(7)
 @pytest.mark.parametrize("path", READERS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_reader_of_a_period_computes_its_bounds(path):
     assert window_arithmetic(path.read_text()) == [], f"{path.relative_to(ROOT)}: use apps.common.periods"
+
+
+def test_split_days_cuts_a_range_into_whole_days_and_the_partial_days_at_its_edges():
+    from datetime import UTC, datetime
+
+    from apps.common.periods import DaySplit, split_days
+
+    def t(day: int, hour: int = 0) -> datetime:
+        return datetime(2026, 11, day, hour, tzinfo=UTC)
+
+    assert split_days(t(23), t(30)) == DaySplit((t(23), t(30)), ())
+    assert split_days(t(23, 5), t(25, 19)) == DaySplit((t(24), t(25)), ((t(23, 5), t(24)), (t(25), t(25, 19))))
+    assert split_days(t(23, 5), t(25)) == DaySplit((t(24), t(25)), ((t(23, 5), t(24)),))
+    assert split_days(t(23, 5), t(23, 9)) == DaySplit(None, ((t(23, 5), t(23, 9)),))
+    assert split_days(t(23, 5), t(24, 9)) == DaySplit(None, ((t(23, 5), t(24, 9)),))  # no whole day inside
+    assert split_days(t(23, 5), t(23, 5)) == DaySplit(None, ())

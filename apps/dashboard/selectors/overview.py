@@ -24,12 +24,12 @@ from apps.dashboard.selectors.shared import (
     tile,
     workload_url,
 )
-from apps.dashboard.selectors.workloads import sort_rows, too_many_workloads, workload_rows
+from apps.dashboard.selectors.workloads import ranked_rows, workload_ranking
 from apps.dashboard.tables import Block, Column
 from apps.findings.grouping import badge
 from apps.findings.selectors import idle_allocation_list, workload_finding_kinds
 from apps.usage.figures import Unit, UsageFigures
-from apps.usage.selectors import TooLarge, UsageReport, clusters_missing_signal, pod_workloads
+from apps.usage.selectors import UsageReport, clusters_missing_signal, pod_workloads
 
 TOP = 5
 BUDGET_COLUMNS = [
@@ -99,16 +99,14 @@ def idle_now(scope: Scope, limit: int = 10) -> tuple[list[dict[str, Any]], int]:
     return shown, len(rows)
 
 
-def top_workloads(scope: Scope, rows: list[dict[str, Any]], limit: int = TOP) -> list[dict[str, Any]]:
-    """The workloads that wasted most (idle cost), each with the badges of its findings in the period (the why
-    beside the what: each badge links to the workload's "Why" block)."""
-    ranked = [r for r in rows if r["idle_gpu_hours"] > 0]
-    top = sort_rows(ranked, "idle_cost", True)[:limit]
+def top_workloads(scope: Scope, limit: int = TOP) -> list[dict[str, Any]]:
+    """The workloads that wasted most (idle cost; those with idle GPU-hours), ranked in the database, each with the
+    badges of its findings in the period (the why beside the what: each badge links to the workload's "Why" block)."""
+    top = ranked_rows(scope, workload_ranking(scope, ordering="-idle_cost", limit=limit, idle_only=True))
     w = scope.window
-    kinds = workload_finding_kinds(visible_teams=scope.visible_teams, start=w.start, end=w.end,
-                                   workloads=[(r["cluster"], r["namespace"], r["workload"]) for r in top])
-    return [{**r, "findings": [badge(k) for k in kinds.get((r["cluster"], r["namespace"], r["workload"]), [])]}
-            for r in top]
+    keys = [(r["cluster"], r["namespace"], r["recorded_workload"]) for r in top]
+    kinds = workload_finding_kinds(visible_teams=scope.visible_teams, start=w.start, end=w.end, workloads=keys)
+    return [{**r, "findings": [badge(k) for k in kinds.get(key, [])]} for r, key in zip(top, keys, strict=True)]
 
 
 def _tiles(scope: Scope, totals: UsageFigures, hist: History, by_team: UsageReport) -> list[dict[str, Any]]:
@@ -197,19 +195,14 @@ def overview_page(scope: Scope) -> dict[str, Any]:
     tiles = _tiles(scope, by_team.totals, hist, by_team)
     who = _who(scope)
     blocks = _over_time(scope, totals, who)
-    try:
-        wl_rows, _ = workload_rows(scope, detailed=False)  # the top workloads table has no node group column
-        too_many = ""
-    except TooLarge:  # a fleet's week of short jobs: ranked on the workloads page once narrowed
-        wl_rows, too_many = [], too_many_workloads(scope)
     idle_rows, idle_count = idle_now(scope)
     teams = sorted((figures_row(r.figures, team=r.group["team"],
                                 href=reverse("dashboard:overview") + "?" + plain_query(scope, team=r.group["team"]))
                     for r in by_team.results), key=lambda r: (-r["cost"], r["team"]))
-    top = top_workloads(scope, wl_rows)
+    top = top_workloads(scope)
     blocks.append(Block(
         "top-idle", f"Top {len(top)} workloads by idle cost" if top else "No workload was idle in allocations",
-        TOP_COLUMNS, top, open=True, term="idle-cost", empty=too_many or empty_text(scope, "idle workloads")))
+        TOP_COLUMNS, top, open=True, term="idle-cost", empty=empty_text(scope, "idle workloads")))
     if len(teams) > 1 or scope.sees_all:
         blocks.append(Block("teams", f"{len(teams)} teams", TEAM_COLUMNS, teams, totals={**totals, "team": "Total"},
                             open=True, term="team", empty=empty_text(scope, "teams")))

@@ -1,11 +1,10 @@
-"""View 2, the workloads page: every workload in scope with its node groups and GPU models, sortable, paged."""
+"""View 2, the workloads page: every workload in scope, ranked by any column in the database and paged, with the node
+groups, GPU models and allocation modes of the rows shown."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
-
-from django.conf import settings
 
 from apps.dashboard.scope import SIGNAL_NAMES, Scope
 from apps.dashboard.selectors.shared import (
@@ -14,12 +13,10 @@ from apps.dashboard.selectors.shared import (
     figures_row,
     mode_labels,
     plain_query,
-    report,
     workload_url,
 )
 from apps.dashboard.tables import Block, Column
-from apps.usage.figures import UsageFigures
-from apps.usage.selectors import TooLarge, UsageReport, workload_modes
+from apps.usage.selectors import Ranking, rank, workload_traits
 
 PAGE_SIZE = 50
 WORKLOAD_COLUMNS = [
@@ -40,92 +37,77 @@ WORKLOAD_COLUMNS = [
 ]
 SORT_KEYS = [c.key for c in WORKLOAD_COLUMNS if c.sortable]
 
-WorkloadKey = tuple[str, str, str, str]  # team, cluster, namespace, workload
+# A ranking of at most this many rows is read whole, so its printed cells are apportioned to the printed totals
+# over every row (`Block.printed`); past it only the page leaves the database, each row printed on its own.
+WHOLE_RANKING_ROWS = 2_000
 
 
-def workload_rows(scope: Scope, *, detailed: bool = True) -> tuple[list[dict[str, Any]], UsageReport]:
-    """One row per workload (team, cluster, namespace, workload) with its node groups and GPU models: the API's
-    `group_by=team,cluster,workload,node_group,gpu_model` folded per workload. Each row keeps its `figures`."""
-    try:
-        if not detailed:  # the caller shows no node groups or GPU models: one row per workload straight away
-            raise TooLarge("group_by", "not asked")
-        rep = report(scope, ["team", "cluster", "workload", "node_group", "gpu_model"])
-    except TooLarge:
-        # More (workload, node group, GPU model) rows than one answer may hold: one row per workload, without its
-        # node groups and GPU models. When even that is too many, TooLarge goes to the page, which says so.
-        rep = report(scope, ["team", "cluster", "workload"])
-    figures: dict[WorkloadKey, UsageFigures] = {}
-    groups: dict[WorkloadKey, set[str]] = {}
-    models: dict[WorkloadKey, set[str]] = {}
-    for r in rep.results:
-        g = r.group
-        key = (g["team"], g["cluster"], g["namespace"], g["workload"])
-        figures[key] = figures.get(key, UsageFigures()) + r.figures
-        groups.setdefault(key, set()).update([g["node_group"]] if "node_group" in g else [])
-        models.setdefault(key, set()).update([g["gpu_model"]] if "gpu_model" in g else [])
+def ranked_rows(scope: Scope, ranking: Ranking) -> list[dict[str, Any]]:
+    """A ranking's rows as the table's rows, each keeping its `figures`."""
     rows = []
-    for key, f in figures.items():
-        team, cluster, namespace, workload = key
+    for r in ranking.rows:
+        n = r.names
         rows.append(figures_row(
-            f, team=team, cluster=cluster, namespace=namespace, workload=workload or "(not recorded)",
-            node_groups=", ".join(sorted(groups[key])), gpu_models=", ".join(sorted(models[key])),
-            href=workload_url(cluster, namespace, workload) + "?" + plain_query(scope), figures=f))
-    return rows, rep
+            r.figures, team=n["team"], cluster=n["cluster"], namespace=n["namespace"],
+            workload=n["workload"] or "(not recorded)", recorded_workload=n["workload"],
+            href=workload_url(n["cluster"], n["namespace"], n["workload"]) + "?" + plain_query(scope),
+            figures=r.figures))
+    return rows
 
 
-def add_modes(scope: Scope, rows: list[dict[str, Any]]) -> None:
-    """How each shown workload's pods had their GPUs handed out (`modes`): read for the page's rows only."""
+def workload_ranking(scope: Scope, *, ordering: str = "-idle_cost", limit: int | None = PAGE_SIZE, offset: int = 0,
+                     busy_below: float | None = None, idle_only: bool = False) -> Ranking:
+    """The scope's workloads ranked in the database (`apps.usage.selectors.rank`): no answer cap, any period."""
     w = scope.window
-    keys = [(r["cluster"], r["namespace"], r["workload"]) for r in rows]
-    modes = workload_modes(start=w.start, end=w.end, visible_teams=scope.visible_teams, workloads=keys)
+    return rank(level="workload", start=w.start, end=w.end, visible_teams=scope.visible_teams, ordering=ordering,
+                filters=scope.usage_filters, signal=scope.signal, limit=limit, offset=offset,
+                activity_below=None if busy_below is None else busy_below / 100, idle_only=idle_only)
+
+
+def add_traits(scope: Scope, rows: list[dict[str, Any]]) -> None:
+    """Where each shown workload ran and how its GPUs were handed out: read for the rows shown only."""
+    w = scope.window
+    keys = [(r["team"], r["cluster"], r["namespace"], r["recorded_workload"]) for r in rows]
+    traits = workload_traits(start=w.start, end=w.end, visible_teams=scope.visible_teams, workloads=keys)
     for row, key in zip(rows, keys, strict=True):
-        row["modes"] = mode_labels(modes.get(key, []))
-
-
-def sort_rows(rows: list[dict[str, Any]], key: str, descending: bool) -> list[dict[str, Any]]:
-    """Stable sort by one column (missing values last), then by cost and names so the order never jitters."""
-    rows = sorted(rows, key=lambda r: (r["team"], r["cluster"], r["namespace"], r["workload"]))
-    rows.sort(key=lambda r: -r["cost"])
-    present = [r for r in rows if r.get(key) is not None]
-    missing = [r for r in rows if r.get(key) is None]
-    present.sort(key=lambda r: r[key], reverse=descending)
-    return present + missing
-
-
-def too_many_workloads(scope: Scope) -> str:
-    return (f"More than {settings.GPUFINOPS_API_MAX_ROWS:,} workloads in {scope.window.caption()}: too many to "
-            "list on one page. Choose a team, a cluster or a namespace in the filters, or a shorter period.")
+        t = traits.get(key)
+        row["node_groups"] = ", ".join(t.node_groups) if t else ""
+        row["gpu_models"] = ", ".join(t.gpu_models) if t else ""
+        row["modes"] = mode_labels(t.modes if t else [])
 
 
 def workloads_page(scope: Scope, *, sort: str = "idle_cost", order: str = "desc", page: int = 1,
                    busy_below: float | None = None, every_row: bool = False) -> dict[str, Any]:
-    """The page's rows, sorted and paged. How each workload's GPUs were handed out is read for the shown page,
-    or for every row when `every_row` (the CSV has them all)."""
-    too_many = ""
-    try:
-        rows, rep = workload_rows(scope)
-    except TooLarge:
-        rows, rep = [], report(scope, [])
-        too_many = too_many_workloads(scope)
-    if busy_below is not None:
-        rows = [r for r in rows if r["activity"] is not None and r["activity"] * 100 < busy_below]
-        shown_total = UsageFigures.fold(r["figures"] for r in rows)
-    else:
-        shown_total = rep.totals
-    totals = figures_row(shown_total, workload=f"Total ({len(rows):,} workloads)")
+    """The page's rows, ranked and paged in the database; every row when `every_row` (the CSV has them all) or
+    when the ranking is short enough to print apportioned (WHOLE_RANKING_ROWS)."""
     sort = sort if sort in SORT_KEYS else "idle_cost"
-    rows = sort_rows(rows, sort, order != "asc")
-    pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
-    page = min(max(page, 1), pages)
-    shown = rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
-    add_modes(scope, rows if every_row else shown)
+    ordering = ("" if order == "asc" else "-") + sort
+
+    def read(page: int | None) -> Ranking:  # one page, or every row (None)
+        return workload_ranking(scope, ordering=ordering, limit=None if page is None else PAGE_SIZE,
+                                offset=0 if page is None else (page - 1) * PAGE_SIZE, busy_below=busy_below)
+
+    page = max(page, 1)
+    ranking = read(None if every_row else page)
+    pages = max(1, math.ceil(ranking.count / PAGE_SIZE))
+    if page > pages:  # past the last page: the last one
+        page = pages
+        ranking = read(page)
+    if ranking.limit is not None and len(ranking.rows) < ranking.count <= WHOLE_RANKING_ROWS:
+        ranking = read(None)
+    count = ranking.count
+    rows = ranked_rows(scope, ranking)
+    whole = ranking.offset == 0 and len(rows) == count  # every row read
+    shown = rows[(page - 1) * PAGE_SIZE: page * PAGE_SIZE] if whole else rows
+    add_traits(scope, rows if every_row else shown)
+    totals = figures_row(ranking.totals, workload=f"Total ({count:,} workloads)")
     idle = totals["idle_cost"]
-    title = (f"{len(rows):,} workloads held {totals['allocated_gpu_hours']:,.1f} GPU-hours; "
-             f"${idle:,.2f} of their ${totals['cost']:,.2f} was idle in allocations") if rows else "No workloads"
+    title = (f"{count:,} workloads held {totals['allocated_gpu_hours']:,.1f} GPU-hours; "
+             f"${idle:,.2f} of their ${totals['cost']:,.2f} was idle in allocations") if count else "No workloads"
     block = Block("workloads", title, WORKLOAD_COLUMNS, shown, totals=totals, open=True,
-                  note=NOTE.format(signal=SIGNAL_NAMES[scope.signal]),
-                  empty=too_many or empty_text(scope, "workloads"))
-    block.extra = {"all_rows": rows}
+                  note=NOTE.format(signal=SIGNAL_NAMES[scope.signal]), empty=empty_text(scope, "workloads"))
+    if whole:  # the CSV and the printed cells cover every row
+        block.extra = {"all_rows": rows}
     return {"table_block": block, "sort": sort, "order": "asc" if order == "asc" else "desc", "page": page,
-            "pages": pages, "first": (page - 1) * PAGE_SIZE + 1 if rows else 0,
-            "last": min(page * PAGE_SIZE, len(rows)), "count": len(rows), "busy_below": busy_below, "report": rep}
+            "pages": pages, "first": (page - 1) * PAGE_SIZE + 1 if count else 0,
+            "last": min(page * PAGE_SIZE, count), "count": count, "busy_below": busy_below, "ranking": ranking}

@@ -120,3 +120,42 @@ class DayStatusSerializer(serializers.Serializer):
     coverage = serializers.FloatField(allow_null=True, help_text="attribution coverage under the default signal")
     signals = serializers.ListField(child=serializers.ChoiceField(choices=SIGNALS))
     reasons = serializers.ListField(child=serializers.CharField(), help_text="why buckets failed or were kept")
+
+
+class RankingRowSerializer(serializers.Serializer):
+    """One ranked row: its place, its names (those of `by`), its figures."""
+
+    rank = serializers.IntegerField(help_text="1 for the first row of the whole ranking")
+    team = serializers.CharField()
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    workload = serializers.CharField(required=False, help_text="by=workload or pod")
+    pod = serializers.CharField(required=False, help_text="by=pod")
+    pod_uid = serializers.CharField(required=False, help_text="by=pod")
+    allocated_gpu_hours = serializers.FloatField()
+    working_gpu_hours = serializers.FloatField()
+    idle_gpu_hours = serializers.FloatField()
+    unmeasured_gpu_hours = serializers.FloatField()
+    cost = MoneyField()
+    idle_cost = MoneyField()
+    unpriced_gpu_hours = serializers.FloatField()
+    activity = serializers.FloatField(allow_null=True, help_text="working / (working + idle); null when unmeasured")
+    coverage = serializers.FloatField(allow_null=True)
+
+
+class RankingResponseSerializer(serializers.Serializer):
+    """A page of a ranking, with the number of rows in all and their totals."""
+
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    by = serializers.ChoiceField(choices=["workload", "namespace", "pod"])
+    ordering = serializers.CharField()
+    signal = serializers.ChoiceField(choices=list(SIGNALS))
+    currency = serializers.CharField()
+    count = serializers.IntegerField(help_text="rows in the whole ranking")
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    next = serializers.CharField(allow_null=True, help_text="the next page's URL, null on the last")
+    previous = serializers.CharField(allow_null=True)
+    results = RankingRowSerializer(many=True)
+    totals = UsageTotalsSerializer(help_text="of every row of the ranking, not only this page")

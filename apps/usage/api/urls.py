@@ -4,6 +4,7 @@ from apps.usage.api import views
 
 urlpatterns = [
     path("usage/", views.UsageApi.as_view(), name="usage"),
+    path("rankings/", views.RankingApi.as_view(), name="rankings"),
     path("teams/", views.TeamListApi.as_view(), name="teams"),
     path("teams/<str:name>/", views.TeamDetailApi.as_view(), name="team-detail"),
     path("clusters/", views.ClusterListApi.as_view(), name="clusters"),

@@ -23,7 +23,7 @@ from apps.common.api import (
     paginated,
     request_window,
 )
-from apps.common.params import param_error, parse_choice, parse_list, parse_text, parse_text_list
+from apps.common.params import param_error, parse_choice, parse_int, parse_list, parse_text, parse_text_list
 from apps.common.serializers import DetailSerializer, ErrorSerializer
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.api.renderers import UsageCSVRenderer
@@ -31,6 +31,7 @@ from apps.usage.api.serializers import (
     ClusterDetailSerializer,
     ClusterSerializer,
     DayStatusSerializer,
+    RankingResponseSerializer,
     TeamDetailSerializer,
     TeamSerializer,
     UsageResponseSerializer,
@@ -39,12 +40,22 @@ from apps.usage.directory import cluster_get, cluster_list, refuse_unknown_filte
 from apps.usage.selectors import (
     FILTER_KEYS,
     GROUP_KEYS,
+    LEVELS,
     TooLarge,
     data_status,
+    parse_ordering,
+    rank,
+    sort_keys,
     usage_report,
 )
 
 DATA_STATUS_MAX_DAYS = 93  # one row per cluster and day: a quarter at most
+RANKING_MAX_LIMIT = 1000
+FILTER_PARAMS = [
+    OpenApiParameter(key, str, many=True, explode=True,
+                     description=f"only these {key.replace('_', ' ')}s (repeatable, or comma-separated)")
+    for key in FILTER_KEYS
+]
 SIGNAL_PARAM = OpenApiParameter(
     "signal", str, enum=list(SIGNALS), description="activity signal (default: GPUFINOPS_DEFAULT_SIGNAL)"
 )
@@ -66,11 +77,7 @@ class UsageApi(FormatParamMixin, APIView):
                 "workload comes with namespace, pod with namespace, workload and node",
             ),
             SIGNAL_PARAM,
-            *[
-                OpenApiParameter(key, str, many=True, explode=True,
-                                 description=f"only these {key.replace('_', ' ')}s (repeatable, or comma-separated)")
-                for key in FILTER_KEYS
-            ],
+            *FILTER_PARAMS,
             OpenApiParameter("format", str, enum=["json", "csv"], description="csv: the result rows as CSV"),
         ],
         responses={
@@ -99,6 +106,64 @@ class UsageApi(FormatParamMixin, APIView):
         if request.accepted_renderer.format == "csv":
             response["Content-Disposition"] = f'attachment; filename="{window.filename("usage")}"'
         return response
+
+
+class RankingApi(FormatParamMixin, APIView):
+    """Workloads, namespaces or pods ranked by any figure over a period, a page at a time, from the database."""
+
+    renderer_classes = [DecimalJSONRenderer, BrowsableAPIRenderer]
+
+    @extend_schema(
+        operation_id="rankings",
+        parameters=[
+            *PERIOD_PARAMS,
+            OpenApiParameter("by", str, enum=list(LEVELS), description="what is ranked (default workload)"),
+            OpenApiParameter(
+                "ordering", str,
+                description="the sort key, a leading '-' for largest first (default -idle_cost): "
+                            f"{', '.join(sort_keys('pod'))}; ties go by team, cluster, namespace, workload, pod",
+            ),
+            OpenApiParameter("limit", int, description=f"rows in the page (default 50, at most {RANKING_MAX_LIMIT})"),
+            OpenApiParameter("offset", int, description="rows skipped before the page (default 0)"),
+            SIGNAL_PARAM,
+            *FILTER_PARAMS,
+        ],
+        responses={200: RankingResponseSerializer, **ERRORS},
+    )
+    def get(self, request):
+        visible = visible_team_names(request.user)
+        refuse_unknown_filters(request.query_params, visible_teams=visible)
+        params = request.query_params
+        window = request_window(request)
+        level = parse_choice(params, "by", LEVELS, default="workload")
+        try:
+            ordering = parse_ordering(params.get("ordering"), level)
+        except ValueError as exc:
+            raise param_error("ordering", str(exc)) from exc
+        limit = parse_int(params, "limit", default=50, min_value=1, max_value=RANKING_MAX_LIMIT) or 50
+        offset = parse_int(params, "offset", default=0, min_value=0) or 0
+        try:
+            ranking = rank(level=level, start=window.start, end=window.end, visible_teams=visible, ordering=ordering,
+                           filters={key: parse_text_list(params, key) for key in FILTER_KEYS},
+                           signal=parse_choice(params, "signal", SIGNALS, default=default_signal()),
+                           limit=limit, offset=offset)
+        except TooLarge as exc:
+            raise param_error(exc.param, str(exc)) from exc
+
+        def page_url(at: int) -> str:
+            query = params.copy()
+            query["offset"] = str(at)
+            query["limit"] = str(limit)
+            return request.build_absolute_uri(request.path + "?" + query.urlencode())
+
+        return Response({
+            "start": window.start, "end": window.end, "by": level, "ordering": ordering.text,
+            "signal": ranking.signal, "currency": "USD", "count": ranking.count, "limit": limit, "offset": offset,
+            "next": page_url(offset + limit) if offset + limit < ranking.count else None,
+            "previous": page_url(max(0, offset - limit)) if offset > 0 else None,
+            "results": [row.as_dict() for row in ranking.rows],
+            "totals": ranking.totals.as_dict(),
+        })
 
 
 # ---- Teams and clusters the caller may see (absent from lists, 404 on detail when invisible) ----

@@ -6,8 +6,9 @@ One module per kind of read, every public name importable from here:
   capacity; figures typed by `apps.usage.figures`;
 * `capacity`: capacity totals and rows, and whether a range is still provisional;
 * `status`: buckets due for collection, data status per cluster and day, clusters missing a signal, freshness;
-* `workloads`: one workload's pods, and the workloads of pods;
-* `rollups`: which rollup answers a range, the filters, how group values print.
+* `workloads`: one workload's pods, the workloads of pods, and the traits of a page of workloads;
+* `rollups`: which rollup answers a range, the filters, how group values print;
+* `ranking`: workloads, pods or namespaces ordered by any figure over any period, paged in the database.
 
 Idle allocations are findings: ``apps.findings.selectors.idle_allocation_list``.
 
@@ -22,6 +23,15 @@ from apps.usage.selectors.capacity import (
     capacity_rows,
     capacity_totals,
     has_provisional_buckets,
+)
+from apps.usage.selectors.ranking import (
+    LEVELS,
+    Ordering,
+    RankedRow,
+    Ranking,
+    parse_ordering,
+    rank,
+    sort_keys,
 )
 from apps.usage.selectors.report import (
     GROUP_KEYS,
@@ -49,18 +59,20 @@ from apps.usage.selectors.workloads import (
     CHUNK,
     PodUsage,
     Seen,
+    Traits,
     pod_workloads,
-    workload_modes,
     workload_pods,
     workload_seen,
+    workload_traits,
 )
 
 __all__ = [
     "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "CHUNK", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
-    "IMPLIED_KEYS", "MONEY_FIELDS", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
+    "IMPLIED_KEYS", "LEVELS", "MONEY_FIELDS", "Ordering", "RankedRow", "Ranking", "parse_ordering", "rank",
+    "sort_keys", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
     "PodUsage", "Seen", "TooLarge", "UsageReport", "busy_share", "capacity_and_provisional", "capacity_rows",
     "capacity_totals", "clusters_missing_signal", "compute_usage_report", "coverage", "data_as_of", "data_status",
     "due_hours", "expand_group_by", "final_share", "final_shares", "has_provisional_buckets", "is_whole_day_range",
     "ledger_version", "make_filters", "pod_workloads", "usage_report",
-    "workload_modes", "workload_pods", "workload_seen",
+    "workload_pods", "workload_seen", "Traits", "workload_traits",
 ]

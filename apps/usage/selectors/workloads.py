@@ -80,30 +80,6 @@ def workload_pods(
     ]
 
 
-WorkloadKey = tuple[str, str, str]  # cluster, namespace, workload
-
-
-def workload_modes(*, start: datetime, end: datetime, visible_teams: set[str] | None,
-                   workloads: Iterable[WorkloadKey]) -> dict[WorkloadKey, list[str]]:
-    """How the pods of each of `workloads` had their GPUs handed out in `[start, end)` (the pod rows'
-    `allocation_mode`s, sorted): a page's worth of workloads, read by the ledger's workload index in one query
-    per CHUNK workload names."""
-    wanted = set(workloads)
-    names = sorted({w for _c, _n, w in wanted})
-    clusters = sorted({c for c, _n, _w in wanted})
-    out: dict[WorkloadKey, set[str]] = defaultdict(set)
-    for i in range(0, len(names), CHUNK):
-        qs = PodHour.objects.filter(cluster__name__in=clusters, workload__in=names[i : i + CHUNK], hour__gte=start,
-                                    hour__lt=end)
-        if visible_teams is not None:
-            qs = qs.filter(team__in=sorted(visible_teams))
-        rows = qs.values_list("cluster__name", "namespace", "workload", "allocation_mode").distinct()
-        for cluster, namespace, workload, mode in rows:
-            if (cluster, namespace, workload) in wanted:
-                out[(cluster, namespace, workload)].add(mode)
-    return {key: sorted(modes) for key, modes in out.items()}
-
-
 @dataclass(frozen=True)
 class Seen:
     """The first and last hour the ledger has any pod of a workload in (None for both when it has none)."""
@@ -137,3 +113,40 @@ def pod_workloads(pods: Iterable[tuple[str, datetime, str, str]]) -> dict[tuple[
                 if (namespace, pod) in names:
                     out[(cluster, namespace, pod)] = workload
     return out
+
+
+@dataclass(frozen=True)
+class Traits:
+    """Where a workload's pods ran and how their GPUs were handed out over a range (each sorted)."""
+
+    node_groups: list[str]
+    gpu_models: list[str]
+    modes: list[str]
+
+
+TeamWorkloadKey = tuple[str, str, str, str]  # team, cluster, namespace, workload
+
+
+def workload_traits(*, start: datetime, end: datetime, visible_teams: set[str] | None,
+                    workloads: Iterable[TeamWorkloadKey]) -> dict[TeamWorkloadKey, Traits]:
+    """The node groups, GPU models and allocation modes of each of `workloads` (a page of a ranking) in
+    `[start, end)`: read by the ledger's workload index, one query per CHUNK workload names."""
+    wanted = set(workloads)
+    names = sorted({w for _t, _c, _n, w in wanted})
+    clusters = sorted({c for _t, c, _n, _w in wanted})
+    found: dict[TeamWorkloadKey, tuple[set[str], set[str], set[str]]] = defaultdict(lambda: (set(), set(), set()))
+    for i in range(0, len(names), CHUNK):
+        qs = PodHour.objects.filter(cluster__name__in=clusters, workload__in=names[i : i + CHUNK], hour__gte=start,
+                                    hour__lt=end)
+        if visible_teams is not None:
+            qs = qs.filter(team__in=sorted(visible_teams))
+        rows = qs.values_list("team", "cluster__name", "namespace", "workload", "node_group", "gpu_model",
+                              "allocation_mode").distinct()
+        for team, cluster, namespace, workload, group, model, mode in rows:
+            key = (team, cluster, namespace, workload)
+            if key in wanted:
+                groups, models, modes = found[key]
+                groups.add(group)
+                models.add(model)
+                modes.add(mode)
+    return {key: Traits(sorted(g), sorted(m), sorted(a)) for key, (g, m, a) in found.items()}
