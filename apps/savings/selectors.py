@@ -218,34 +218,36 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
         rows = rows.filter(cluster__name__in=clusters)
     fields = ("cluster_id", "cluster__name", "hour", "namespace", "pod", "workload", "team", "gpu_model",
               "resources", "gpus", "allocated_gpu_hours", f"working_{signal}", f"unmeasured_{signal}", "cost")
-    values = list(rows.values_list(*fields))
+    values = [dict(zip(fields, v, strict=True)) for v in rows.values_list(*fields)]
     if not values:
         return []
     memory = {(c, h, ns, p): fb for c, h, ns, p, fb in PodMemoryHour.objects.filter(
-        hour__gte=start, hour__lt=end, cluster_id__in=sorted({v[0] for v in values}))
+        hour__gte=start, hour__lt=end, cluster_id__in=sorted({v["cluster_id"] for v in values}))
         .values_list("cluster_id", "hour", "namespace", "pod", "fb_used_mib")}
-    groups: dict[tuple, list[tuple]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for v in values:
-        groups[(v[1], v[6], v[3], _workload(v[5], v[4]), v[7], v[8])].append(v)
+        groups[(v["cluster__name"], v["team"], v["namespace"], _workload(v["workload"], v["pod"]), v["gpu_model"],
+                v["resources"])].append(v)
     period_hours = (end - start).total_seconds() / 3600
     out = []
     for (cluster, team, namespace, workload, model, resources), group in sorted(groups.items()):
         if (cluster, namespace, workload) in skip:
             continue
         peak_act, peak_fb, measured = 0.0, 0.0, 0
-        for c, h, ns, pod, _w, _t, _m, _r, _g, allocated, working, unmeasured, _cost in group:
-            fb = memory.get((c, h, ns, pod))
-            if allocated - unmeasured <= 0 or fb is None:
+        for g in group:
+            fb = memory.get((g["cluster_id"], g["hour"], g["namespace"], g["pod"]))
+            measured_hours = g["allocated_gpu_hours"] - g[f"unmeasured_{signal}"]
+            if measured_hours <= 0 or fb is None:
                 continue
             measured += 1
-            peak_act = max(peak_act, working / (allocated - unmeasured))
+            peak_act = max(peak_act, g[f"working_{signal}"] / measured_hours)
             peak_fb = max(peak_fb, fb)
-        fit = right_size(Load(model, resources, min(g[8] for g in group), peak_act, peak_fb, measured))
+        fit = right_size(Load(model, resources, min(g["gpus"] for g in group), peak_act, peak_fb, measured))
         if fit is None:
             continue
-        charge = sum((money.to_decimal(g[12]) for g in group), money.ZERO)
+        charge = sum((money.to_decimal(g["cost"]) for g in group), money.ZERO)
         cost = (charge * fit.saved_share).quantize(money.MICRO)
-        pods = sorted({g[4] for g in group})
+        pods = sorted({g["pod"] for g in group})
         out.append(Saving(
             cluster=cluster, team=team, namespace=namespace, workload=workload, action=Action.RIGHT_SIZE,
             summary=f"Move {workload} from {fit.current} of {model} to MIG {fit.target.name}",
@@ -278,7 +280,7 @@ def savings_list(*, visible_teams: set[str] | None, start: datetime, end: dateti
     month (then cluster, namespace, workload), with each team's total."""
     teams = [team] if team else []
     clusters = [cluster] if cluster else []
-    scope = {"visible_teams": visible_teams, "start": start, "end": end, "teams": teams, "clusters": clusters}
+    scope: dict[str, Any] = {"visible_teams": visible_teams, "start": start, "end": end, "teams": teams, "clusters": clusters}
     stop = stop_idle_items(**scope)
     items = [*stop, *return_quota_items(**scope),
              *right_size_items(**scope, skip={(s.cluster, s.namespace, s.workload) for s in stop})]
