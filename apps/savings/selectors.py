@@ -280,7 +280,8 @@ def savings_list(*, visible_teams: set[str] | None, start: datetime, end: dateti
     month (then cluster, namespace, workload), with each team's total."""
     teams = [team] if team else []
     clusters = [cluster] if cluster else []
-    scope: dict[str, Any] = {"visible_teams": visible_teams, "start": start, "end": end, "teams": teams, "clusters": clusters}
+    scope: dict[str, Any] = {"visible_teams": visible_teams, "start": start, "end": end, "teams": teams,
+                             "clusters": clusters}
     stop = stop_idle_items(**scope)
     items = [*stop, *return_quota_items(**scope),
              *right_size_items(**scope, skip={(s.cluster, s.namespace, s.workload) for s in stop})]
