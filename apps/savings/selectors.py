@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 
 from apps.findings.constants import IDLE_KINDS, Kind
 from apps.findings.models import FindingHour
@@ -209,7 +210,10 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
     smaller MIG profile of its model (`rules.right_size`); `skip` (cluster, namespace, workload): workloads that
     already have a stop item."""
     signal = default_signal()
-    rows = PodHour.objects.filter(hour__gte=start, hour__lt=end, allocation_mode__in=RIGHT_SIZE_MODES)
+    # Only rows of one unit can be right-sized (`mig.unit_slices`): the database leaves out the rest.
+    one_unit = Q(resources="nvidia.com/gpu=1") | (Q(resources__startswith="nvidia.com/mig-")
+                                                  & Q(resources__endswith="=1") & ~Q(resources__contains=","))
+    rows = PodHour.objects.filter(one_unit, hour__gte=start, hour__lt=end, allocation_mode__in=RIGHT_SIZE_MODES)
     if visible_teams is not None:
         rows = rows.filter(team__in=sorted(visible_teams))
     if teams:
