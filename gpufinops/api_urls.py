@@ -29,6 +29,7 @@ urlpatterns = [
     path("", include(("apps.findings.api.urls", "findings-api"))),
     path("", include(("apps.billing.api.urls", "billing-api"))),
     path("", include(("apps.budgets.api.urls", "budgets-api"))),
+    path("", include(("apps.savings.api.urls", "savings-api"))),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path(
         "docs/",

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "apps.findings",
     "apps.billing",
     "apps.budgets",
+    "apps.savings",
     "apps.monitoring",
     "apps.dashboard",
 ]

@@ -9,5 +9,6 @@ urlpatterns = [
     path("", include("apps.findings.urls")),  # /findings/
     path("", include("apps.billing.urls")),  # /reconciliation/
     path("", include("apps.budgets.urls")),  # /budgets/
+    path("", include("apps.savings.urls")),  # /savings/
     path("", include("apps.dashboard.urls")),
 ]

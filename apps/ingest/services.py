@@ -34,6 +34,7 @@ from apps.inventory.observations import ClusterSnapshot
 from apps.monitoring import services as monitoring
 from apps.monitoring.logs import log_context
 from apps.queues import services as queues
+from apps.savings import services as savings
 from apps.usage import services as ledger
 from apps.usage.models import Bucket
 from apps.usage.selectors import due_hours
@@ -98,13 +99,16 @@ def record_side_snapshots(cluster: Cluster, snap: ClusterSnapshot) -> None:
 
 
 def record_findings(cluster: Cluster, hour: datetime, outcome: ledger.BucketOutcome, source: MetricsSource) -> str:
-    """The written bucket's findings, from its own data and the same source. A failure never fails the ledger:
+    """The written bucket's findings (and the pods' framebuffer savings right-sizes by), from its own data and the
+    same source. A failure never fails the ledger:
     the hour's findings stay as they were (the next collection of the hour tries again); returns the error."""
     if outcome.assembled is None or outcome.result is None:
         return ""
     try:
         with log_context(bucket=hour.isoformat()):
             findings.record_bucket(cluster, hour, assembled=outcome.assembled, result=outcome.result, source=source)
+            savings.record_bucket(cluster, hour, seconds=outcome.assembled.inputs.seconds, result=outcome.result,
+                                  source=source)
     except Exception as exc:
         log.exception("findings of bucket %s %s failed", cluster.name, hour.isoformat(),
                       extra={"cluster": cluster.name, "bucket": hour.isoformat()})

@@ -120,6 +120,8 @@ ACT_KINDS = {
     "batch": (0.62, 0.20, 0.50, 0.70),
     "eval": (0.45, 0.10, 0.55, 0.60),
     "infer": (0.30, 0.08, 0.45, 0.62),
+    # an inference service sized for more than it serves: its daily peak and memory fit a smaller MIG profile
+    "infer_light": (0.18, 0.04, 0.45, 0.20),
     "notebook": (0.18, 0.14, 0.30, 0.25),
     "notebook_idle": (0.0, 0.004, 0.30, 0.15),  # idle after active_until, its memory released (kernel stopped)
     "notebook_held": (0.0, 0.004, 0.30, 0.55),  # idle after active_until, a model kept in GPU memory
@@ -847,9 +849,10 @@ class Scenario:
         u = _u01(self._seed_mix, pod.idx, ent, seg)
         if kind in NOTEBOOK_KINDS:
             v = 0.35 + 0.3 * (u - 0.5) if seg * SEG < pod.active_until else jit * u
-        elif kind == "infer":
+        elif kind in ("infer", "infer_light"):
             hod = (seg * SEG % 86400) / 3600.0
-            v = base + 0.18 * math.sin(2 * math.pi * (hod - 8) / 24.0) + jit * (u - 0.5)
+            swing = 0.18 if kind == "infer" else 0.06  # the light one never idles: busy 10-26 %
+            v = base + swing * math.sin(2 * math.pi * (hod - 8) / 24.0) + jit * (u - 0.5)
         else:
             v = base + jit * (u - 0.5)
         return round(min(1.0, max(0.0, v)), 4)

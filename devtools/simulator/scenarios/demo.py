@@ -321,9 +321,10 @@ SPEC = {
             "container": "server", "image": IMG_TRITON,
             "labels": {"app": "embedder", "pod-template-hash": "{rs:embedder}"}, "cpu": "4", "memory": "16Gi",
         },
+        # over-provisioned: its peaks fit a 2g.20gb instance (the savings' right-sizing)
         {
             "kind": "pod", "namespace": "llm-serving", "name": "whisper-{rs:wh}-{h5:wh}", "node": "a100-mig-0",
-            "start": "T0-1d", "gpus": {"nvidia.com/mig-3g.40gb": 1}, "units": {"mig": [1, [2]]}, "act": "infer",
+            "start": "T0-1d", "gpus": {"nvidia.com/mig-3g.40gb": 1}, "units": {"mig": [1, [2]]}, "act": "infer_light",
             "owner": ["ReplicaSet", "whisper-{rs:wh}", "Deployment", "whisper"],
             "container": "server", "image": IMG_TRITON,
             "labels": {"app": "whisper"},

@@ -1,0 +1,300 @@
+"""Reads of the savings list (docs/savings.md): per team and fleet, ranked by dollars per month, each item a
+workload, an action, the evidence it rests on and the assumptions behind its figure.
+
+Nothing here recomputes idle time or cost: stop-idle items add up the listed idle findings' hours (their
+charge), return-quota items the borrowed-while-idle findings' hours, and right-size items the ledger's pod-hours
+(`PodHour`: activity under the default signal, charge) with the framebuffer the collection kept beside them
+(`PodMemoryHour`). Visibility is `visible_teams` (`apps.accounts.selectors.visible_team_names`; None = every
+team), as for the findings: a team member sees items of their teams only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+
+from apps.findings.constants import IDLE_KINDS, Kind
+from apps.findings.models import FindingHour
+from apps.findings.selectors import finding_list, min_hours, visible_q
+from apps.usage import money
+from apps.usage.activity import default_signal
+from apps.usage.models import PodHour
+
+from .models import PodMemoryHour
+from .rules import DAYS_PER_MONTH, HEADROOM, RIGHT_SIZE_MIN_HOURS, Action, Load, per_month, right_size
+
+HOUR = timedelta(hours=1)
+RIGHT_SIZE_MODES = ("device_plugin", "mig")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Saving:
+    """One action on one workload: the period's dollars it would have saved and their rate per 30 days."""
+
+    cluster: str
+    team: str
+    namespace: str
+    workload: str
+    action: str
+    summary: str  # the action in words: "Stop jupyter-alice-0 (idle 23 h of 24)"
+    period_cost: Decimal  # dollars of the evidence period the action saves
+    monthly: Decimal
+    evidence: tuple[Evidence, ...]
+    assumptions: tuple[str, ...]
+    rank: int = 0
+
+    @property
+    def action_label(self) -> str:
+        return Action.LABELS[self.action]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "cluster": self.cluster, "team": self.team, "namespace": self.namespace,
+                "workload": self.workload, "action": self.action, "summary": self.summary,
+                "period_cost": self.period_cost, "monthly": self.monthly,
+                "evidence": {e.label: e.value for e in self.evidence}, "assumptions": list(self.assumptions)}
+
+
+@dataclass(frozen=True)
+class TeamSavings:
+    team: str
+    items: int
+    monthly: Decimal
+
+
+@dataclass(frozen=True)
+class SavingsList:
+    start: datetime
+    end: datetime
+    items: list[Saving]
+    teams: list[TeamSavings] = field(default_factory=list)
+
+    @property
+    def period_hours(self) -> float:
+        return (self.end - self.start).total_seconds() / 3600
+
+    @property
+    def monthly(self) -> Decimal:
+        return sum((s.monthly for s in self.items), money.ZERO)
+
+    @property
+    def period_cost(self) -> Decimal:
+        return sum((s.period_cost for s in self.items), money.ZERO)
+
+
+def _usd(value: Decimal) -> str:
+    return f"${value.quantize(Decimal('0.01')):,}"
+
+
+def _scaling(period_hours: float) -> str:
+    return (f"Per month: the period's {period_hours:g} h scaled to {DAYS_PER_MONTH} days "
+            f"(x {24 * DAYS_PER_MONTH / period_hours:.4g}), as if the period repeats.") if period_hours else ""
+
+
+def _workload(workload: str, pod: str) -> str:
+    return workload or (f"Pod/{pod}" if pod else "")
+
+
+def _listed_hours(kinds: Iterable[str], *, visible_teams: set[str] | None, start: datetime, end: datetime,
+                  teams: list[str], clusters: list[str]) -> list[FindingHour]:
+    """The findings' hours inside `[start, end)` that belong to a listed run (long enough to be a finding)."""
+    kinds = list(kinds)
+    runs: dict[tuple[int, str, str], list[tuple[datetime, datetime]]] = defaultdict(list)
+    for cluster_id, kind, subject, first, last in finding_list(
+            visible_teams=visible_teams, start=start, end=end, kinds=kinds, teams=teams, clusters=clusters) \
+            .values_list("cluster_id", "kind", "subject", "start", "last_hour"):
+        runs[(cluster_id, kind, subject)].append((first, last))
+    if not runs:
+        return []
+    hours = FindingHour.objects.filter(visible_q(visible_teams), kind__in=kinds, hour__gte=start, hour__lt=end,
+                                       cluster_id__in=sorted({k[0] for k in runs}),
+                                       subject__in=sorted({k[2] for k in runs})).select_related("cluster")
+    return [h for h in hours.order_by("cluster__name", "hour", "subject")
+            if any(a <= h.hour <= b for a, b in runs.get((h.cluster_id, h.kind, h.subject), ()))]
+
+
+def stop_idle_items(*, visible_teams: set[str] | None, start: datetime, end: datetime, teams: list[str],
+                    clusters: list[str]) -> list[Saving]:
+    """One item per workload with idle findings in the period: stopping (or scaling down) would have saved the
+    charge of its idle hours (the findings' cost: the whole allocation sat idle)."""
+    groups: dict[tuple[str, str, str, str], list[FindingHour]] = defaultdict(list)
+    for h in _listed_hours(IDLE_KINDS, visible_teams=visible_teams, start=start, end=end, teams=teams,
+                           clusters=clusters):
+        groups[(h.cluster.name, h.team, h.namespace, _workload(h.workload, h.pod))].append(h)
+    period_hours = (end - start).total_seconds() / 3600
+    out = []
+    for (cluster, team, namespace, workload), rows in groups.items():
+        cost = sum((money.to_decimal(r.cost) for r in rows), money.ZERO)
+        allocated = sum(float(r.allocated_gpu_hours) for r in rows)
+        idle = sum(float((r.detail or {}).get("sums", {}).get("idle_gpu_hours", 0)) for r in rows)
+        working = sum(float((r.detail or {}).get("working_gpu_hours", 0)) for r in rows)
+        pods = sorted({r.pod for r in rows if r.pod})
+        held = any(r.kind == Kind.IDLE_HELD for r in rows)
+        hours = len({r.hour for r in rows})
+        activity = working / (working + idle) if working + idle > 0 else 0.0
+        verb = "Scale down" if held else "Stop"
+        out.append(Saving(
+            cluster=cluster, team=team, namespace=namespace, workload=workload, action=Action.STOP_IDLE,
+            summary=f"{verb} {workload or ', '.join(pods)}: idle {hours} h of the period"
+                    + (" while holding GPU memory" if held else ""),
+            period_cost=cost, monthly=per_month(cost, period_hours),
+            evidence=(
+                Evidence("idle hours", f"{hours} h ({', '.join(sorted({r.kind for r in rows}))}, runs of at least "
+                                       f"{min_hours(Kind.IDLE_ALLOCATION)} h)"),
+                Evidence("pods", ", ".join(pods)),
+                Evidence("GPU-hours allocated while idle", f"{allocated:,.2f}"),
+                Evidence("activity while idle", f"{activity:.1%} ({default_signal()}, idle below "
+                                                f"{settings.GPUFINOPS_IDLE_THRESHOLD:.0%})"),
+                Evidence("charge of those hours", _usd(cost)),
+            ),
+            assumptions=(
+                "Saves the charge of the idle hours: the whole allocation sat idle, so stopping it (or scaling "
+                "to zero) gives back all of it.",
+                _scaling(period_hours),
+            ),
+        ))
+    return out
+
+
+def return_quota_items(*, visible_teams: set[str] | None, start: datetime, end: datetime, teams: list[str],
+                       clusters: list[str]) -> list[Saving]:
+    """One item per ClusterQueue that borrowed GPUs from its cohort while its own pods sat idle (the
+    borrowed-while-idle findings): giving the quota back would have saved the idle share of what it borrowed."""
+    groups: dict[tuple[str, str, str], list[FindingHour]] = defaultdict(list)
+    for h in _listed_hours([Kind.BORROWED_IDLE], visible_teams=visible_teams, start=start, end=end, teams=teams,
+                           clusters=clusters):
+        groups[(h.cluster.name, h.team, h.subject)].append(h)
+    period_hours = (end - start).total_seconds() / 3600
+    out = []
+    for (cluster, team, queue), rows in groups.items():
+        cost = sum((money.to_decimal(r.cost) for r in rows), money.ZERO)
+        borrowed_idle = sum(float(r.gpu_hours) for r in rows)
+        borrowed = sum(float((r.detail or {}).get("borrowed_gpu_hours", 0)) for r in rows)
+        nominal = rows[-1].detail.get("nominal_gpus", "")
+        out.append(Saving(
+            cluster=cluster, team=team, namespace="", workload=f"ClusterQueue/{queue}", action=Action.RETURN_QUOTA,
+            summary=f"Return the GPUs {queue} borrows from cohort {rows[-1].detail.get('cohort', '')} while idle",
+            period_cost=cost, monthly=per_month(cost, period_hours),
+            evidence=(
+                Evidence("hours", f"{len({r.hour for r in rows})} h borrowing while idle"),
+                Evidence("GPU-hours borrowed", f"{borrowed:,.2f}"),
+                Evidence("of which idle", f"{borrowed_idle:,.2f} GPU-hours"),
+                Evidence("nominal quota", f"{nominal} GPUs"),
+                Evidence("charge of the idle borrowed share", _usd(cost)),
+            ),
+            assumptions=(
+                "Saves the idle share of the borrowed GPUs' charge (the queue's idle cost x borrowed idle / idle): "
+                "the lender's pending work gets them back.",
+                "The same idle hours may also be listed as the queue's idle pods' stop items: do not add both.",
+                _scaling(period_hours),
+            ),
+        ))
+    return out
+
+
+def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: datetime, teams: list[str],
+                     clusters: list[str], skip: set[tuple[str, str, str]]) -> list[Saving]:
+    """One item per workload on one whole GPU or one MIG instance whose peak hourly activity and framebuffer fit a
+    smaller MIG profile of its model (`rules.right_size`); `skip` (cluster, namespace, workload): workloads that
+    already have a stop item."""
+    signal = default_signal()
+    # Only rows of one unit can be right-sized (`mig.unit_slices`): the database leaves out the rest.
+    one_unit = Q(resources="nvidia.com/gpu=1") | (Q(resources__startswith="nvidia.com/mig-")
+                                                  & Q(resources__endswith="=1") & ~Q(resources__contains=","))
+    rows = PodHour.objects.filter(one_unit, hour__gte=start, hour__lt=end, allocation_mode__in=RIGHT_SIZE_MODES)
+    if visible_teams is not None:
+        rows = rows.filter(team__in=sorted(visible_teams))
+    if teams:
+        rows = rows.filter(team__in=teams)
+    if clusters:
+        rows = rows.filter(cluster__name__in=clusters)
+    fields = ("cluster_id", "cluster__name", "hour", "namespace", "pod", "workload", "team", "gpu_model",
+              "resources", "gpus", "allocated_gpu_hours", f"working_{signal}", f"unmeasured_{signal}", "cost")
+    values = [dict(zip(fields, v, strict=True)) for v in rows.values_list(*fields)]
+    if not values:
+        return []
+    memory = {(c, h, ns, p): fb for c, h, ns, p, fb in PodMemoryHour.objects.filter(
+        hour__gte=start, hour__lt=end, cluster_id__in=sorted({v["cluster_id"] for v in values}))
+        .values_list("cluster_id", "hour", "namespace", "pod", "fb_used_mib")}
+    groups: dict[tuple[str, str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for v in values:
+        groups[(v["cluster__name"], v["team"], v["namespace"], _workload(v["workload"], v["pod"]), v["gpu_model"],
+                v["resources"])].append(v)
+    period_hours = (end - start).total_seconds() / 3600
+    out = []
+    for (cluster, team, namespace, workload, model, resources), group in sorted(groups.items()):
+        if (cluster, namespace, workload) in skip:
+            continue
+        peak_act, peak_fb, measured = 0.0, 0.0, 0
+        for g in group:
+            fb = memory.get((g["cluster_id"], g["hour"], g["namespace"], g["pod"]))
+            measured_hours = g["allocated_gpu_hours"] - g[f"unmeasured_{signal}"]
+            if measured_hours <= 0 or fb is None:
+                continue
+            measured += 1
+            peak_act = max(peak_act, g[f"working_{signal}"] / measured_hours)
+            peak_fb = max(peak_fb, fb)
+        fit = right_size(Load(model, resources, min(g["gpus"] for g in group), peak_act, peak_fb, measured))
+        if fit is None:
+            continue
+        charge = sum((money.to_decimal(g["cost"]) for g in group), money.ZERO)
+        cost = (charge * fit.saved_share).quantize(money.MICRO)
+        pods = sorted({g["pod"] for g in group})
+        out.append(Saving(
+            cluster=cluster, team=team, namespace=namespace, workload=workload, action=Action.RIGHT_SIZE,
+            summary=f"Move {workload} from {fit.current} of {model} to MIG {fit.target.name}",
+            period_cost=cost, monthly=per_month(cost, period_hours),
+            evidence=(
+                Evidence("held", f"{fit.current} ({resources}) per pod, {len(pods)} pod(s)"),
+                Evidence("peak activity", f"{peak_act:.1%} of what it holds ({signal}, largest hourly average of "
+                                          f"{measured} measured pod-hours) = {fit.slices_needed} of "
+                                          f"{fit.current_slices} slices with headroom"),
+                Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
+                                             f"{fit.memory_needed_mib:,.0f} MiB"),
+                Evidence("target", f"{fit.target.name}: {fit.target.slices} slices, "
+                                   f"{fit.target.memory_mib:,.0f} MiB usable"),
+                Evidence("charge in the period", _usd(charge)),
+            ),
+            assumptions=(
+                f"Headroom {HEADROOM:.0%} over the peaks; peaks are hourly averages (a shorter burst is not seen); at "
+                f"least {RIGHT_SIZE_MIN_HOURS} measured hours.",
+                f"Saves {fit.saved_share:.1%} of the charge: a MIG instance is charged its slices' share of the GPU "
+                "(the price card's rule), and the freed slices find another tenant.",
+                _scaling(period_hours),
+            ),
+        ))
+    return out
+
+
+def savings_list(*, visible_teams: set[str] | None, start: datetime, end: datetime, team: str | None = None,
+                 cluster: str | None = None) -> SavingsList:
+    """Every saving the caller may see over `[start, end)` (one team or cluster when named), ranked by dollars per
+    month (then cluster, namespace, workload), with each team's total."""
+    teams = [team] if team else []
+    clusters = [cluster] if cluster else []
+    scope: dict[str, Any] = {"visible_teams": visible_teams, "start": start, "end": end, "teams": teams,
+                             "clusters": clusters}
+    stop = stop_idle_items(**scope)
+    items = [*stop, *return_quota_items(**scope),
+             *right_size_items(**scope, skip={(s.cluster, s.namespace, s.workload) for s in stop})]
+    items = [s for s in items if s.period_cost > 0]
+    items.sort(key=lambda s: (-s.monthly, s.cluster, s.namespace, s.workload, s.action))
+    ranked = [Saving(**{**s.__dict__, "rank": i}) for i, s in enumerate(items, 1)]
+    per_team: dict[str, list[Saving]] = defaultdict(list)
+    for s in ranked:
+        per_team[s.team].append(s)
+    totals = [TeamSavings(t, len(v), sum((s.monthly for s in v), money.ZERO)) for t, v in per_team.items()]
+    totals.sort(key=lambda t: (-t.monthly, t.team))
+    return SavingsList(start=start, end=end, items=ranked, teams=totals)
