@@ -26,7 +26,7 @@ help:
 	@echo "make run    - install into .venv if needed, migrate (SQLite under var/ unless DATABASE_URL is set),"
 	@echo "              seed the simulated demo cluster, serve $(URL)"
 	@echo "make test   - install into .venv if needed, run the test suite on $(TEST_WORKERS) pytest-xdist workers"
-	@echo "              (python -m pytest -q -n 4 --dist loadfile)"
+	@echo "              (python -m pytest -q -n 4 --dist loadgroup)"
 	@echo "make test-fast - the inner loop: the tests marked neither services nor slow, on SQLite, two workers"
 	@echo "              (no PostgreSQL, Redis, Prometheus, Celery worker or browser; CONTRIBUTING.md)"
 	@echo "make lint   - ruff check ."
@@ -67,7 +67,7 @@ demo: run
 # (tests/conftest.py), and a simulated history is made once for all workers (tests/harness/prometheus.py).
 TEST_WORKERS ?= 4
 test: $(STAMP)
-	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The contributor's inner loop (CONTRIBUTING.md): no services, so on SQLite whatever DATABASE_URL the shell has, and
 # not the few `slow` ones (schemathesis fuzzing, the 10,000-GPU scenario, a day of demo: `make test` runs them), on
@@ -75,7 +75,7 @@ test: $(STAMP)
 TEST_FAST_WORKERS ?= 2
 test-fast: $(STAMP)
 	env -u DATABASE_URL GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -m "not services and not slow" \
-		-n $(TEST_FAST_WORKERS) --dist loadscope
+		-n $(TEST_FAST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check .

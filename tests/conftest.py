@@ -355,20 +355,27 @@ SERVICE_FIXTURES = frozenset({
 # Fixtures whose tests take tens of seconds to minutes (a simulated history in a real Prometheus, real workers).
 LONG_FIXTURES = frozenset({
     "sim_world", "sim_world_exported", "sim_world_no_node_name", "week_world", "prometheus_factory",
-    "celery_worker_factory", "celery_worker_proc",
+    "celery_worker_factory", "celery_worker_proc", "demo_site", "browser",
 })
+# Package- or session-scoped worlds several modules share: their tests form one pytest-xdist group (one worker), so
+# the world is built once, not once per worker that draws one of the modules.
+SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
-        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if SERVICE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.services)
+        group = next((g for f, g in SHARED_WORLD_GROUPS.items() if f in fixtures), None)
+        item.add_marker(pytest.mark.xdist_group(group or str(item.path.relative_to(config.rootpath))))
     items[:] = _long_modules_first(_world_users_together(items))
 
 
 def _long_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
     """Modules with a `slow` test or a long fixture first, the rest after, each keeping its order: pytest-xdist hands
-    modules to workers in this order (`--dist loadfile`), so the longest start at once instead of ending the run
+    modules to workers in this order (`--dist loadgroup`), so the longest start at once instead of ending the run
     alone on one worker while the others idle."""
     long_paths = {
         item.path for item in items

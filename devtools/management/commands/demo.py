@@ -102,7 +102,6 @@ class Command(BaseCommand):
 
         started = time.monotonic()
         _bypass_proxies_for_loopback()
-        _sqlite_commits_without_fsync()
         now = time_option("now", opts.get("now")) or datetime.now(UTC)
         end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
         since = demo_since(now, opts["days"])
@@ -114,6 +113,7 @@ class Command(BaseCommand):
                                       with_dra=opts.get("with_dra"))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        _sqlite_commits_without_fsync()  # after the arguments are known good: a refused one touches no database
         hours = hours_between(since, now)
         snapshots = [at for at in (h + timedelta(hours=1) for h in hours) if at <= now]
         # Bound here, served by whichever process serves them (no thread may run before the forks).
