@@ -25,7 +25,8 @@ autouse `_shared_world_first` (tests/conftest.py) opens it before any other fixt
         return shared_ledger
 
 Within a module, tests/conftest.py runs the tests of one world side by side (a module marked `keep_order` stays in
-file order), so a world is built once per module and pytest-xdist's `--dist loadgroup` (one group per module, tests/conftest.py) keeps it on one worker.
+file order), so a world is built once per module, and pytest-xdist's `--dist loadgroup` (one group per module,
+tests/conftest.py) keeps it on one worker.
 
 Tests must not change the built Python objects (the rows they stand for are rolled back, the objects are not).
 """
