@@ -237,7 +237,7 @@ class FocusMetadataApi(FormatParamMixin, APIView):
     @extend_schema(operation_id="exports_focus_metadata",
                    parameters=[OpenApiParameter("version", str, enum=list(focus.VERSIONS),
                                                 description="FOCUS version (default 1.2)")],
-                   responses={200: OpenApiTypes.OBJECT, 401: DetailSerializer,
+                   responses={200: OpenApiTypes.OBJECT, **ERRORS,
                               403: OpenApiResponse(DetailSerializer, description="not finance or staff")})
     def get(self, request):
         _finance_only(request)
