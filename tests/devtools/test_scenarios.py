@@ -27,12 +27,14 @@ from tests.devtools.conftest import END
 # and large fingerprints changed only because the fingerprint now covers those new fields.
 # Issue 25: the demo's llama-70b became a LeaderWorkerSet (leader llama-70b-0, worker llama-70b-0-1, same GPUs,
 # times and activity kind) and StatefulSets joined the controllers (every scenario with StatefulSet pods moved).
+# Issue 22: the demo's whisper (A100 3g.40gb) became an over-provisioned inference service (`infer_light`: busy
+# 10-26 %, never idle) for the savings' right-sizing; only its activity kind moved the demo's pins.
 FINGERPRINTS = {
-    ("demo", 0, 7): "5dd9a3256f29c4d87a656140b21a6da40e5992febeeff37c1a24ebcf5acde090",
-    ("demo", 0, 8): "00e08d251c05426a33801c2029f96c26e0aa1be78568b8370c24c9007c279021",
-    ("demo", 3, 7): "c843bcb30c95718b5f9f0597852b4a3bd74110e7212241b64353038749991b67",
-    ("demo", 7, 2): "78c2a91bc8dfa25f8cdb0970163ccde8ea2ea3bcb0aa1014d2788229d10294f9",
-    ("demo", 0, 7.5): "0c37f8135127a2b57bec8ee94f131f16673916ee0f8208851101e9e20700ed90",
+    ("demo", 0, 7): "3a9f2045f73b1d992c535be1133ea7cd6b7b1c21132f8058ffe6065b042a56d8",
+    ("demo", 0, 8): "45cdab966f4a1b70d8a41fd23f0ed11c906a051fa61278b3f232f00a915fef8a",
+    ("demo", 3, 7): "bf84d87eda9aa6bc7d16406ab4cabe10b78a9425911ecba246a7e7f5e9747b40",
+    ("demo", 7, 2): "d6e069123c08d4d36fc49c6e8f8bbacf917a1181aec212c8ab686115c249184f",
+    ("demo", 0, 7.5): "dc4630f3fe9587c1172f3b2484f3d28b8bf3f25bdbc1ff46843be40adbc69cc2",
     ("tiny", 0, 1): "b3f81892be04ca21efc8c4a4e9046e1a2ece80efb9eba83e6b12da23e8262d17",
     # issue 19: the mixed cluster (device plugin, MIG, time-slicing, DRA, DRA MIG, HAMi) and its variants; the
     # fingerprint covers DRA and HAMi only where a scenario has them, so the pins above did not move.
