@@ -4,19 +4,14 @@ start, end, hours, GPU-hours and cost (and the infra loss of unhealthy GPUs), an
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 
 from apps.findings.models import Finding
 from apps.findings.selectors import listed_q
-from apps.ingest.services import collect_cluster
-from apps.inventory.services import set_price
-from tests.ingest.conftest import make_cluster, sim_world  # noqa: F401 (the session's simulated world)
+from tests.ingest.conftest import DEMO_PRICES, collect_priced, sim_world  # noqa: F401 (the session's world)
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db]
-PRICES = {"NVIDIA-H100-80GB-HBM3": Decimal("4.00"), "NVIDIA-A100-SXM4-80GB": Decimal("2.50"),
-          "NVIDIA-L4": Decimal("0.80"), "NVIDIA-L40S": Decimal("1.50")}
+PRICES = DEMO_PRICES
 KINDS = ("unhealthy_gpu", "straggler", "unattributed_activity", "idle_held")
 
 
@@ -37,12 +32,7 @@ def product_key(f: Finding) -> tuple[str, str]:
 
 @pytest.fixture
 def collected(sim_world):  # noqa: F811
-    for model, price in PRICES.items():
-        set_price(model, price, sim_world.start.date().replace(day=1))
-    cluster = make_cluster(sim_world)
-    report = collect_cluster(cluster, sim_world.hours, now=sim_world.end)
-    assert report.ok and not report.findings_failed, (report.failed, report.findings_failed)
-    return cluster
+    return collect_priced(sim_world, PRICES)
 
 
 def test_every_finding_of_the_demo_is_found_with_its_start_end_gpu_hours_and_cost(sim_world, collected):  # noqa: F811

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,22 @@ def make_cluster(world: SimWorld, name: str = "sim-demo", **kwargs) -> Cluster: 
     return Cluster.objects.create(
         name=name, prometheus_url=world.prometheus.url, kubeconfig_path=str(world.kubeconfig), **kwargs
     )
+
+
+# The price card the differential tests charge the demo at (findings and savings compare dollars with the oracle).
+DEMO_PRICES = {"NVIDIA-H100-80GB-HBM3": Decimal("4.00"), "NVIDIA-A100-SXM4-80GB": Decimal("2.50"),
+               "NVIDIA-L4": Decimal("0.80"), "NVIDIA-L40S": Decimal("1.50")}
+
+
+def collect_priced(world: SimWorld, prices: dict[str, Decimal] = DEMO_PRICES) -> Cluster:
+    """Price the world's GPU models from the first of its month, then collect its hours with findings: a cluster
+    whose ledger and findings an oracle can check to the cent."""
+    from apps.ingest.services import collect_cluster
+    from apps.inventory.services import set_price
+
+    for model, price in prices.items():
+        set_price(model, price, world.start.date().replace(day=1))
+    cluster = make_cluster(world)
+    report = collect_cluster(cluster, world.hours, now=world.end)
+    assert report.ok and not report.findings_failed, (report.failed, report.findings_failed)
+    return cluster

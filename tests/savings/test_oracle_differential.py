@@ -5,8 +5,6 @@ well-used workload gets any item; a team lead sees only their teams' items, on t
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 
 from apps.accounts.selectors import visible_team_names
@@ -14,15 +12,12 @@ from apps.accounts.services import add_user
 from apps.findings.constants import Kind
 from apps.findings.models import Finding
 from apps.findings.selectors import listed_q
-from apps.ingest.services import collect_cluster
-from apps.inventory.services import set_price
 from apps.savings.rules import Action
 from apps.savings.selectors import savings_list
-from tests.ingest.conftest import make_cluster, sim_world  # noqa: F401 (the session's simulated world)
+from tests.ingest.conftest import DEMO_PRICES, collect_priced, sim_world  # noqa: F401 (the session's world)
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db]
-PRICES = {"NVIDIA-H100-80GB-HBM3": Decimal("4.00"), "NVIDIA-A100-SXM4-80GB": Decimal("2.50"),
-          "NVIDIA-L4": Decimal("0.80"), "NVIDIA-L40S": Decimal("1.50")}
+PRICES = DEMO_PRICES
 # Steady, well-used work of the demo: never an item.
 STEADY = {("ml-training", "Job/llm-pretrain"), ("llm-serving", "Deployment/embedder"),
           ("llm-serving", "Deployment/mixtral"), ("llm-serving", "Deployment/asr"),
@@ -31,12 +26,7 @@ STEADY = {("ml-training", "Job/llm-pretrain"), ("llm-serving", "Deployment/embed
 
 @pytest.fixture
 def collected(sim_world):  # noqa: F811
-    for model, price in PRICES.items():
-        set_price(model, price, sim_world.start.date().replace(day=1))
-    cluster = make_cluster(sim_world)
-    report = collect_cluster(cluster, sim_world.hours, now=sim_world.end)
-    assert report.ok and not report.findings_failed, (report.failed, report.findings_failed)
-    return cluster
+    return collect_priced(sim_world, PRICES)
 
 
 def test_idle_and_over_provisioned_workloads_get_the_oracles_action_and_dollars(sim_world, collected):  # noqa: F811
