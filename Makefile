@@ -20,11 +20,12 @@ BIN :=
 STAMP :=
 endif
 
-.PHONY: run demo test test-fast lint check bench migrate static check-deploy install help deploy-render deploy-validate rules-test
+.PHONY: run demo schema test test-fast lint check bench migrate static check-deploy install help deploy-render deploy-validate rules-test
 
 help:
 	@echo "make run    - install into .venv if needed, migrate (SQLite under var/ unless DATABASE_URL is set),"
-	@echo "              seed the simulated demo cluster, serve $(URL)"
+	@echo "              seed the simulated demo cluster: serve $(URL) once its newest hours are in, then the rest"
+	@echo "make schema - write devtools/sqlite_schema.sql again (the migrated SQLite schema make run starts from)"
 	@echo "make test   - install into .venv if needed, run the test suite on $(TEST_WORKERS) pytest-xdist workers"
 	@echo "              (python -m pytest -q -n 4 --dist loadgroup)"
 	@echo "make test-fast - the inner loop: the tests marked neither services nor slow, on SQLite, two workers"
@@ -52,12 +53,18 @@ migrate: $(STAMP)
 static: $(STAMP)
 	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
 
-# A new SQLite database starts from a cached copy of the migrated schema (devtools/.../migrate_cached.py).
+# A new SQLite database starts from the migrated schema (devtools/.../migrate_cached.py: this machine's cached copy or
+# the committed devtools/sqlite_schema.sql). The demo collects its newest hours, serves $(URL) (runserver, its child)
+# and prints how to sign in, then collects the older hours while serving, and serves on until Ctrl-C (--serve).
 run: $(STAMP)
 	GPUFINOPS_DEVTOOLS=1 $(PYTHON) manage.py migrate_cached
-	GPUFINOPS_DEVTOOLS=1 GPUFINOPS_BASE_URL="$${GPUFINOPS_BASE_URL:-$(URL)}" $(PYTHON) manage.py demo
-	@if [ -n "$$DISPLAY" ]; then (sleep 2; $(PYTHON) -m webbrowser -t $(URL) >/dev/null 2>&1) & fi
-	$(PYTHON) manage.py runserver $(HOST):$(PORT)
+	GPUFINOPS_DEVTOOLS=1 GPUFINOPS_BASE_URL="$${GPUFINOPS_BASE_URL:-$(URL)}" $(PYTHON) manage.py demo \
+		--serve $(HOST):$(PORT) $$([ -n "$$DISPLAY" ] && echo --open)
+
+# After a migration changes: the committed schema a fresh clone's `make run` starts from (a test names this target
+# when it is stale).
+schema: $(STAMP)
+	GPUFINOPS_DEVTOOLS=1 $(PYTHON) manage.py migrate_cached --write-schema
 
 demo: run
 

@@ -96,3 +96,99 @@ def test_it_refuses_a_period_shorter_than_a_day_or_an_unknown_scenario():
         call_command("demo", "--days", "0")
     with pytest.raises(CommandError, match="unknown scenario"):
         call_command("demo", "--scenario", "nope")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _sign_in(url: str, password: str):  # type: ignore[no-untyped-def]
+    import requests
+
+    session = requests.Session()
+    login = session.get(f"{url}/accounts/login/", timeout=60)
+    assert login.status_code == 200
+    done = session.post(f"{url}/accounts/login/", timeout=60, headers={"Referer": login.url},
+                        data={"username": "demo", "password": password,
+                              "csrfmiddlewaretoken": session.cookies.get("csrftoken")})
+    assert done.status_code == 200 and "/accounts/login/" not in done.url, done.text[:500]
+    return session
+
+
+@pytest.mark.slow
+def test_serve_signs_in_and_serves_pages_while_the_older_hours_are_written(tmp_path):
+    """`make run`'s progressive demo on SQLite, as a person uses it: the dashboard answers once the newest hours are
+    in, and signing in (a session written) and loading pages while the backfill writes never meets "database is
+    locked" or a 500; the period bar says how many past hours are still missing; Ctrl-C stops the server too."""
+    import os
+    import re
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "NO_PROXY", "no_proxy")}
+    env.update(GPUFINOPS_VAR_DIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), GPUFINOPS_DEVTOOLS="1",
+               DEBUG="1")
+    subprocess.run([sys.executable, "manage.py", "migrate_cached"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    demo = subprocess.Popen([sys.executable, "manage.py", "demo", "--days", "1", "--first-hours", "2",
+                             "--serve", f"127.0.0.1:{port}"], cwd=root, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out: list[str] = []
+    err: list[str] = []
+    readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)  # type: ignore[misc]
+               for s, into in ((demo.stdout, out), (demo.stderr, err))]
+    for reader in readers:
+        reader.start()
+    try:
+        deadline = time_after(300)
+        while not any("serving " in line for line in out):
+            assert demo.poll() is None, "".join(out + err)[-3000:]
+            assert not deadline(), "".join(out + err)[-3000:]
+            threading.Event().wait(0.2)
+        password = re.search(r"as demo / (\S+)", "".join(out)).group(1)  # type: ignore[union-attr]
+        assert any("the newest 2 of 25 hours are collected" in line for line in out)
+        loads, during = 0, 0
+        while not any("the demo is complete" in line for line in out):
+            assert demo.poll() is None and not deadline(), "".join(out + err)[-3000:]
+            session = _sign_in(url, password)  # a session row written while the backfill writes
+            for page in ("/", "/workloads/", "/data-status/", "/reports/"):
+                answer = session.get(url + page, timeout=120)
+                assert answer.status_code == 200, (page, answer.status_code, answer.text[:500])
+                loads += 1
+            if not any("the demo is complete" in line for line in out):
+                during += 1
+                if loads == 4:  # the first round: the backfill has barely begun
+                    assert "of its past hours are not collected yet" in session.get(url + "/").text
+        assert during >= 1, "no page was loaded while the older hours were written"
+        assert _sign_in(url, password).get(url + "/").status_code == 200
+        demo.send_signal(signal.SIGINT)  # Ctrl-C
+        assert demo.wait(timeout=60) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    for reader in readers:
+        reader.join(timeout=10)
+    text = "".join(out + err)
+    assert "database is locked" not in text and "Traceback" not in text and " 500 " not in text, text[-3000:]
+    assert "25 buckets written, 0 failed" in text
+    with pytest.raises(OSError):  # the server went with the demo
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def time_after(seconds: float):  # type: ignore[no-untyped-def]
+    import time
+
+    end = time.monotonic() + seconds
+    return lambda: time.monotonic() > end

@@ -77,6 +77,10 @@ def status(scope: Scope, now: datetime | None = None) -> dict[str, Any]:
     elif not state.ended:
         elapsed = max(0, min(int((now - w.start) / HOUR), int(w.length / HOUR)))
         reason = f"the {w.noun} is not over ({elapsed:,} of {int(w.length / HOUR):,} hours so far)"
+        # Past hours no bucket holds yet (a first collection, or the demo's backfill): the totals lack them.
+        missing = max(c.missing for c in state.clusters)
+        if missing:
+            reason += f"; {missing:,} of its past hours are not collected yet"
     else:
         reason = state.reason() or ""
     return {"final": state.final, "label": "final" if state.final else "provisional", "reason": reason,

@@ -10,6 +10,11 @@ the previous week is final: the archive then holds its final weekly report, the 
 and the previous week restated once the demo's cloud bill is imported (the billed basis changes its figures).
 `--days N` collects the last N days instead (the tests' short demos; no report editions unless a week is final).
 
+`--serve HOST:PORT` (`make run`) is the progressive demo: it collects the newest hours first (`--first-hours`, the
+overview's latest day), starts the dashboard (`runserver --noreload` in a child process) and prints where and how to
+sign in, then collects the older hours newest first while the pages are served (their period bar says how many
+hours are collected so far), makes the report editions and imports the bill, and keeps serving until Ctrl-C.
+
 Where the platform can fork, each server runs in a process of its own and two worker processes (this one
 and a fork) share the days of collection and history, so the demo uses every core.
 """
@@ -22,6 +27,8 @@ import math
 import multiprocessing
 import os
 import secrets
+import socket
+import subprocess
 import sys
 import time
 import traceback
@@ -53,6 +60,8 @@ DEMO_PRICES = {
 SCRAPE_SECONDS = 60
 # Worker processes sharing the collection and history days (the simulated servers run in two more).
 WORKERS = 2
+# `--serve`: the hours collected before the dashboard starts (the newest ones; bench/README.md "bench/demo_startup").
+FIRST_HOURS = 12
 
 
 @dataclasses.dataclass
@@ -84,10 +93,18 @@ class Command(BaseCommand):
                                  "group and HAMi node (default: devtools.simulator.scenarios.DEMO_WITH_DRA, on)")
         parser.add_argument("--now", help="ISO 8601 time (UTC unless it has an offset) to act as (default: now): the "
                                           "simulated world ends and the collection stops there")
+        parser.add_argument("--serve", metavar="HOST:PORT",
+                            help="progressive: serve the dashboard here (runserver, a child process) once the newest "
+                                 "hours are collected, collect the older ones meanwhile, keep serving until Ctrl-C")
+        parser.add_argument("--first-hours", type=int, default=FIRST_HOURS,
+                            help=f"with --serve: the newest hours collected before serving (default {FIRST_HOURS})")
+        parser.add_argument("--open", action="store_true", help="with --serve: open a web browser on the dashboard")
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         if opts["days"] is not None and opts["days"] < 1:
             raise CommandError("--days must be at least 1")
+        if opts.get("first_hours", FIRST_HOURS) < 1:
+            raise CommandError("--first-hours must be at least 1")
         # Django's debug cursor would keep (and on SQLite re-quote, one extra query each) every statement.
         debug, settings.DEBUG = settings.DEBUG, False
         try:
@@ -115,10 +132,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         _sqlite_commits_without_fsync()  # after the arguments are known good: a refused one touches no database
         hours = hours_between(since, now)
-        snapshots = [at for at in (h + timedelta(hours=1) for h in hours) if at <= now]
+        # --serve: the newest hours first (served as soon as they are in), the older ones while the pages are served.
+        first = hours[-opts["first_hours"]:] if opts.get("serve") else hours
+        rest = hours[:len(hours) - len(first)]
         # Bound here, served by whichever process serves them (no thread may run before the forks).
         servers = Servers(SimServer(scenario, "127.0.0.1", 0),
                           PrometheusServer(SimulatedTSDB(scenario, step=SCRAPE_SECONDS), "127.0.0.1", 0))
+        web: Web | None = None
         try:
             servers.kube.set_time(now)
             kubeconfig = settings.VAR_DIR / f"{scenario.cluster_name}.kubeconfig"
@@ -134,30 +154,71 @@ class Command(BaseCommand):
                                             effective_from=since.date() - timedelta(days=1))
             self.stdout.write(f"collecting {len(hours)} hours of {cluster.name} from the simulated Kubernetes API "
                               f"({servers.kube.url}) and Prometheus ({servers.prometheus.url}), and replaying "
-                              f"{len(snapshots)} hourly capacity and queue snapshots")
+                              f"{len(_snapshots(hours, now))} hourly capacity and queue snapshots"
+                              + (f"; the newest {len(first)} first" if rest else ""))
             self.stdout.flush()
             servers.start()
             _preload()
-            ledger, history = _by_day("ledger", hours), _by_day("history", snapshots)
-            if scenario.dra_versions:  # claims keep no history: read them through the period, as beat would
-                self.stdout.write(f"reading the DRA claims of {len(snapshots)} past hours")
-                self.stdout.flush()
-                tasks: Iterable[Task] = _claims_first(cluster, servers.kube.url, ledger, history)
-            else:
-                tasks = _schedule(ledger, history)
-            tally = run_tasks(tasks, Workers(cluster, servers.kube.url, now, len(hours)))
+            workers = Workers(cluster, servers.kube.url, now, len(hours))
+            dra = bool(scenario.dra_versions)
+            tally = run_tasks(_tasks(cluster, servers.kube.url, first, now, dra, boundary=bool(rest)), workers)
+            if opts.get("serve"):
+                password = self._demo_user(say=False)
+                web = Web(opts["serve"])
+                self._serving(web, password, len(first), len(hours), since, opts.get("open", False))
+            if rest:
+                if dra:  # the claims are read again from the period's start, oldest first, as the full demo does
+                    forget_observations(cluster)
+                tally.add(run_tasks(_tasks(cluster, servers.kube.url, rest, now, dra, newest_first=True,
+                                           reread=first if dra else ()), workers))
+        except BaseException:
+            if web is not None:
+                web.stop()
+            raise
         finally:
             servers.stop()
         self.stdout.write(f"capacity and queue history recorded hourly for the period ({tally.snapshots} snapshots)")
         self.stdout.write(f"{cluster.name}: {tally.written} buckets written, {len(tally.failed)} failed, "
                           f"{tally.queries} Prometheus queries, {time.monotonic() - started:.1f} s")
-        final = self._final_editions(now)
-        self._finance(cluster, now)
-        if final:
-            self._restated(now)
-        self._demo_user()
-        if tally.failed:
-            raise CommandError(f"demo collection had failures: {next(iter(tally.failed.values()))}")
+        try:
+            final = self._final_editions(now)
+            self._finance(cluster, now)
+            if final:
+                self._restated(now)
+            if web is None:
+                self._demo_user()
+            if tally.failed:
+                raise CommandError(f"demo collection had failures: {next(iter(tally.failed.values()))}")
+            if web is not None:
+                self.stdout.write(self.style.SUCCESS(
+                    f"the demo is complete ({time.monotonic() - started:.0f} s): {len(hours)} hours collected"
+                    + (", /reports/ now lists the final week " + final_week(now) if final else "")
+                    + f"; serving {web.url} until Ctrl-C"))
+                self.stdout.flush()
+                try:
+                    web.wait()
+                except KeyboardInterrupt:
+                    self.stdout.write("stopped")
+        finally:
+            if web is not None:
+                web.stop()
+
+    def _serving(self, web: Web, password: str | None, collected: int, total: int, since: datetime,
+                 browse: bool) -> None:
+        """The dashboard started once the newest hours are in; where and how to sign in, and what comes next."""
+        web.start()
+        site = web.url
+        who = f"as demo / {password}" if password else "as one of this database's users"
+        self.stdout.write(self.style.SUCCESS(f"serving {site}: sign in {who}"))
+        if collected < total:
+            self.stdout.write(f"the newest {collected} of {total} hours are collected; collecting the older ones from "
+                              f"{since:%Y-%m-%d %H:00} UTC meanwhile (the pages say how many hours they hold), then "
+                              "the report editions and the cloud bill")
+        self.stdout.flush()
+        if browse:
+            import webbrowser
+
+            webbrowser.open(site)
 
     def _finance(self, cluster: Cluster, now: datetime) -> None:
         """The demo's cloud bill (imported like any FOCUS file) and weekly team budgets (devtools/demo_bill.py)."""
@@ -200,17 +261,20 @@ class Command(BaseCommand):
             for edition in outcome.editions:
                 self.stdout.write(f"report edition {edition}, restated after the bill import (/reports/)")
 
-    def _demo_user(self) -> None:
-        """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones)."""
+    def _demo_user(self, say: bool = True) -> str | None:
+        """A first sign-in for the dashboard, only on a database with no users yet (never touches real ones).
+        Returns its password (None: users existed); `say`: print where and how to sign in."""
         from django.contrib.auth import get_user_model
 
         users = get_user_model()
         if users.objects.exists():
-            return
+            return None
         password = secrets.token_urlsafe(12)
         users.objects.create_user("demo", password=password, is_staff=True)
         site = settings.GPUFINOPS_BASE_URL.rstrip("/") + "/"  # `make run` passes the address it serves
-        self.stdout.write(self.style.SUCCESS(f"sign in at {site} as demo / {password}"))
+        if say:
+            self.stdout.write(self.style.SUCCESS(f"sign in at {site} as demo / {password}"))
+        return password
 
 
 def demo_since(now: datetime, days: int | None) -> datetime:
@@ -221,6 +285,48 @@ def demo_since(now: datetime, days: int | None) -> datetime:
     if days is not None:
         return now - timedelta(days=days)
     return last_complete(WEEKLY, now).start
+
+
+def final_week(now: datetime) -> str:
+    """The name of the last complete ISO week (the demo's final one), e.g. 2026-W48."""
+    from apps.common.periods import WEEKLY, last_complete
+
+    return last_complete(WEEKLY, now).label
+
+
+def _snapshots(hours: list[datetime], now: datetime) -> list[datetime]:
+    """The hourly capacity and queue snapshots of these hours: one as of each hour's end that has passed."""
+    return [at for at in (h + timedelta(hours=1) for h in hours) if at <= now]
+
+
+def _tasks(cluster: Cluster, kube_url: str, hours: list[datetime], now: datetime, dra: bool, *,
+           boundary: bool = False, newest_first: bool = False, reread: Iterable[datetime] = ()) -> Iterable[Task]:
+    """The tasks that collect `hours` (a stretch of the period) and replay their history.
+
+    `boundary`: the stretch is the newest of a longer period, so with DRA its claims are read from its first hour's
+    start (the previous hour's snapshot, whose history is the older stretch's) and a claim held before the stretch
+    counts from its first hour. `newest_first`: the ledger days newest first (the older stretch of `--serve`, whose
+    pages fill in from the served hours backwards). `reread`: with DRA, hours whose claims are read again after
+    these, oldest first (the newer stretch already collected: the observations end as the whole period's do)."""
+    ledger, history = _by_day("ledger", hours), _by_day("history", _snapshots(hours, now))
+    if newest_first:
+        ledger, history = ledger[::-1], history[::-1]
+    if not dra:
+        return _schedule(ledger, history)
+    if newest_first:  # the claims are read oldest first whatever the ledger's order
+        history = history[::-1]
+    before = [hours[0]] if boundary else []
+    return _claims_first(cluster, kube_url, ledger, history, before=before, after=_snapshots(list(reread), now))
+
+
+def forget_observations(cluster: Cluster) -> None:
+    """The pod and claim observations the newest stretch's claims replay made, before the whole period's is read
+    from its start (an observation read out of order would end, or start, a stretch at the wrong hour). Only the
+    collection reads them (`apps.usage.inputs`): the pages, built from the written buckets, never see the gap."""
+    from apps.usage.models import ClaimObservation, PodObservation
+
+    PodObservation.objects.filter(cluster=cluster).delete()
+    ClaimObservation.objects.filter(cluster=cluster).delete()
 
 
 def _preload() -> None:
@@ -236,13 +342,17 @@ def _by_day(kind: str, hours: list[datetime]) -> list[Task]:
     return [(kind, list(day), None) for _date, day in groupby(hours, key=lambda h: h.date())]
 
 
-def _claims_first(cluster: Cluster, kube_url: str, ledger: list[Task], history: list[Task]) -> Iterator[Task]:
+def _claims_first(cluster: Cluster, kube_url: str, ledger: list[Task], history: list[Task], *,
+                  before: Iterable[datetime] = (), after: Iterable[datetime] = ()) -> Iterator[Task]:
     """With DRA: the pod and claim observations of every past hour, oldest first, before any bucket is collected
     (`replay_claims`); each day's reads go on as that day's history task, so a worker records the side snapshots
-    while this process reads the next day, and the simulated API is read once per hour. Then the ledger days."""
+    while this process reads the next day, and the simulated API is read once per hour. Then the ledger days.
+    `before`, `after`: hours whose claims are read (only) before and after those."""
+    replay_claims(cluster, kube_url, list(before))
     for _kind, hours, _none in history:
         read = replay_claims(cluster, kube_url, hours)
         yield ("history", hours, [read[at] for at in hours])
+    replay_claims(cluster, kube_url, list(after))
     yield from ledger
 
 
@@ -277,7 +387,7 @@ class Workers:
             self.done.value += 1
             n = self.done.value
         # collect_cluster numbers the buckets of its call; the demo numbers those of the period.
-        print(f"[{n}/{self.total}] {message.split('] ', 1)[-1]}", file=sys.stderr, flush=True)
+        print(f"hour {n} of {self.total}: {message.split('] ', 1)[-1]}", file=sys.stderr, flush=True)
 
 
 def run_tasks(tasks: Iterable[Task], workers: Workers) -> Tally:
@@ -467,6 +577,51 @@ class Servers:
                 server.stop()
             else:
                 server.httpd.server_close()
+
+
+class Web:
+    """`--serve`: the dashboard served by `manage.py runserver --noreload` in a child process (its own interpreter:
+    it reads the database while this one writes; SQLite's WAL and busy timeout, gpufinops.settings). The system
+    checks already ran in this command."""
+
+    def __init__(self, address: str):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise CommandError(f"--serve wants HOST:PORT, not {address!r}")
+        self.host, self.port = host, int(port)
+        self.url = f"http://{host}:{port}/"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        manage = settings.BASE_DIR / "manage.py"
+        self.process = subprocess.Popen([sys.executable, str(manage), "runserver", "--noreload", "--skip-checks",
+                                         f"{self.host}:{self.port}"], stdout=subprocess.DEVNULL)  # its banner
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise CommandError(f"the web server exited (code {self.process.returncode}): is {self.host}:"
+                                   f"{self.port} free?")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=1):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise CommandError(f"the web server did not answer on {self.url} within {timeout:.0f} s") from None
+                time.sleep(0.1)
+
+    def wait(self) -> None:
+        """Until the server ends (Ctrl-C reaches both: they share the terminal's process group)."""
+        if self.process is not None:
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 def _serve(server) -> None:  # type: ignore[no-untyped-def]
