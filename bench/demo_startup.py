@@ -1,19 +1,21 @@
-"""bench/demo_startup: how long `make run` takes from a new SQLite database to the first page, step by step.
+"""bench/demo_startup: how long `make run` takes from a new SQLite database to the first page, and to a final week.
 
-    python bench/demo_startup.py [--cold] [--keep DIR] [-- <demo options, e.g. --days 1>]
+    python bench/demo_startup.py [--cold] [--keep DIR] [-- <demo options, e.g. --first-hours 24>]
 
-What `make run` does after its install, each step timed (wall clock and the CPU seconds of the step's processes,
-children included, since on a shared 2-core machine the wall clock says as much about the other processes):
+What `make run` does after its install, each step timed (wall clock; CPU seconds of the processes, children included,
+since on a shared 2-core machine the wall clock says as much about the other processes):
 
 1. `manage.py migrate_cached` on a new SQLite file in a temporary var/ (`GPUFINOPS_VAR_DIR`): the migrated schema
-   comes from the user's cache when one was made for these migrations (`--cold`: a temporary, empty cache, as on a
-   machine that never ran it);
-2. `manage.py demo` (the default period: the previous full ISO week and the current one);
-3. `manage.py runserver` on a free port, then the first page: sign in as the demo user with the password the demo
-   printed and GET `/` until it answers 200; then `/reports/`, which must list a final weekly edition.
+   comes from the user's cache when one was made for these migrations, else from the committed
+   devtools/sqlite_schema.sql when it is current (`--cold`: a temporary, empty cache, as on a fresh clone);
+2. `manage.py demo --serve` on a free port (the default period: the previous full ISO week and the current one,
+   the newest hours first): as soon as it prints where to sign in, sign in as the demo user and GET `/` until it
+   answers 200: the seconds to the first page;
+3. then GET `/reports/` every 2 s until it lists a final weekly edition: the seconds until the final week is listed;
+   then Ctrl-C (SIGINT) stops the demo and its server.
 
-Prints each step, the total to the first page, and the load average before and after. Nothing is asserted beyond
-the pages answering: these are measurements (bench/README.md, "bench/demo_startup").
+Prints both figures from the start of step 1, the demo's own lines, and the load average before and after. Nothing is
+asserted beyond the pages answering: these are measurements (bench/README.md, "bench/demo_startup").
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ import os
 import re
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# An edition's status on /reports/ (templates/reports/index.html).
+EDITION = r'<span class="badge ok">(final)</span>|<strong>(restated)</strong>|<td>(provisional)</td>'
 
 
 def load() -> str:
@@ -40,6 +46,32 @@ def load() -> str:
 def cpu_children() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def tree_cpu(pid: int) -> float | None:
+    """CPU seconds used so far by a running process and its descendants, the reaped ones included (Linux /proc;
+    None elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    try:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents.setdefault(int(fields[1]), []).append(int(entry.name))
+            times[int(entry.name)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    except OSError:
+        return None
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += times.get(p, 0.0)
+        todo.extend(parents.get(p, ()))
+    return total
 
 
 def free_port() -> int:
@@ -58,8 +90,8 @@ def step(name: str, argv: list[str], env: dict[str, str]) -> tuple[float, float,
     return wall, used, done.stdout
 
 
-def first_page(url: str, password: str, deadline: float) -> tuple[float, str]:
-    """Sign in and GET / until it answers 200 (the server may still be starting); returns when and /reports/."""
+def sign_in(url: str, password: str, deadline: float):  # type: ignore[no-untyped-def]
+    """A signed-in session (the server may still be starting)."""
     import requests
 
     session = requests.Session()
@@ -75,20 +107,14 @@ def first_page(url: str, password: str, deadline: float) -> tuple[float, str]:
     session.post(f"{url}/accounts/login/", data={"username": "demo", "password": password,
                                                   "csrfmiddlewaretoken": token},
                  headers={"Referer": login.url}, timeout=60)
-    page = session.get(f"{url}/", timeout=120)
-    page.raise_for_status()
-    if "/accounts/login/" in page.url:
-        sys.exit("could not sign in as demo")
-    at = time.monotonic()
-    reports = session.get(f"{url}/reports/", timeout=120)
-    reports.raise_for_status()
-    return at, reports.text
+    return session
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cold", action="store_true", help="an empty schema cache (a machine that never migrated)")
+    parser.add_argument("--cold", action="store_true", help="an empty schema cache (a fresh clone)")
     parser.add_argument("--keep", help="use (and keep) this var/ folder instead of a temporary one")
+    parser.add_argument("--timeout", type=float, default=1800, help="give up after this many seconds (default 1800)")
     parser.add_argument("demo_args", nargs="*", help="options for manage.py demo (after --)")
     args = parser.parse_args()
     var = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gpufinops-demo-startup-"))
@@ -104,29 +130,71 @@ def main() -> None:
     python = sys.executable
     print(f"load average before: {load()} ({os.cpu_count()} cores); var: {var}", flush=True)
     started = time.monotonic()
+    deadline = started + args.timeout
     total_cpu = cpu_children()
-    step("migrate_cached" + (" (cold)" if args.cold else ""), [python, "manage.py", "migrate_cached"], env)
-    _, _, out = step("demo " + " ".join(args.demo_args), [python, "manage.py", "demo", *args.demo_args], env)
-    password = re.search(r"as demo / (\S+)", out)
-    if password is None:
-        sys.exit(f"the demo printed no password (a database with users already?):\n{out[-2000:]}")
-    server_started = time.monotonic()
-    server = subprocess.Popen([python, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=ROOT,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, migrate_cpu, migrated = step("migrate_cached" + (" (cold)" if args.cold else ""),
+                          [python, "manage.py", "migrate_cached"], env)
+    print("  " + (migrated.splitlines() or [""])[0], flush=True)
+    demo_started = time.monotonic()
+    demo = subprocess.Popen([python, "manage.py", "demo", "--serve", f"127.0.0.1:{port}", *args.demo_args], cwd=ROOT,
+                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(demo.stdout or ()), daemon=True)
+    reader.start()
     try:
-        at, reports = first_page(url, password.group(1), time.monotonic() + 120)
+        password = None
+        while password is None:
+            if demo.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"the demo ended or timed out before serving:\n{''.join(lines)[-3000:]}")
+            found = re.search(r"as demo / (\S+)", "".join(lines))
+            password = found.group(1) if found else None
+            time.sleep(0.1)
+        serving = time.monotonic()
+        session = sign_in(url, password, deadline)
+        page = session.get(f"{url}/", timeout=120)
+        page.raise_for_status()
+        if "/accounts/login/" in page.url:
+            sys.exit("could not sign in as demo")
+        first = time.monotonic()
+        used = tree_cpu(demo.pid)
+        print(f"{'demo until it serves':<28} {serving - demo_started:7.1f} s wall", flush=True)
+        if used is not None:
+            print(f"{'CPU to the first page':<28} {used + migrate_cpu:7.1f} s (migrate_cached, and the demo with its "
+                  "workers, simulated servers and web server so far)", flush=True)
+        print(f"{'first page':<28} {first - started:7.1f} s after the start (sign-in and / "
+              f"{first - serving:.1f} s); load average {load()}", flush=True)
+        while True:
+            reports = session.get(f"{url}/reports/", timeout=120)
+            reports.raise_for_status()
+            if '<span class="badge ok">final</span>' in reports.text:  # an edition's status (templates/reports)
+                break
+            if demo.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"the demo ended or timed out before a final week was listed:\n{''.join(lines)[-3000:]}")
+            time.sleep(2)
+        final = time.monotonic()
+        print(f"{'final week listed':<28} {final - started:7.1f} s after the start; load average {load()}", flush=True)
+        while not any("the demo is complete" in line for line in lines):  # the bill and the restated edition
+            if demo.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"the demo ended or timed out before it completed:\n{''.join(lines)[-3000:]}")
+            time.sleep(0.5)
+        print(f"{'demo complete':<28} {time.monotonic() - started:7.1f} s after the start", flush=True)
+        editions = re.findall(EDITION, session.get(f"{url}/reports/", timeout=120).text)
+        print(f"/reports/ lists: {', '.join(next(e for e in row if e) for row in editions) or 'no edition'}")
     finally:
-        server.terminate()
-        server.wait()
-    print(f"{'runserver + first page':<28} {at - server_started:7.1f} s wall", flush=True)
-    print(f"{'total to the first page':<28} {at - started:7.1f} s wall "
-          f"{cpu_children() - total_cpu:7.1f} s CPU (server included)")
-    editions = sorted(set(re.findall(r"\b(final|provisional|restated)\b", reports)))
-    print(f"/reports/ mentions: {', '.join(editions) or 'no edition'}")
+        if demo.poll() is None:
+            demo.send_signal(signal.SIGINT)  # Ctrl-C: the demo stops its server
+            try:
+                demo.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                demo.kill()
+                demo.wait()
+        reader.join(timeout=10)
+    print(f"{'total CPU':<28} {cpu_children() - total_cpu:7.1f} s (migrate, demo, its workers, simulated servers "
+          "and web server)")
     print(f"load average after: {load()}")
-    for line in out.splitlines():
-        if line.startswith(("report edition", "sim-", "collecting")):
-            print("  demo: " + line)
+    for line in lines:
+        if line.startswith(("report edition", "sim-", "collecting", "serving", "the newest", "the demo is")):
+            print("  demo: " + line.rstrip())
     if not args.keep:
         shutil.rmtree(var, ignore_errors=True)
 
