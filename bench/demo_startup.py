@@ -114,6 +114,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cold", action="store_true", help="an empty schema cache (a fresh clone)")
     parser.add_argument("--keep", help="use (and keep) this var/ folder instead of a temporary one")
+    parser.add_argument("--first-page-only", action="store_true",
+                        help="stop (Ctrl-C the demo) after the first page: the first figure alone, cheaply")
     parser.add_argument("--timeout", type=float, default=1800, help="give up after this many seconds (default 1800)")
     parser.add_argument("demo_args", nargs="*", help="options for manage.py demo (after --)")
     args = parser.parse_args()
@@ -163,23 +165,26 @@ def main() -> None:
                   "workers, simulated servers and web server so far)", flush=True)
         print(f"{'first page':<28} {first - started:7.1f} s after the start (sign-in and / "
               f"{first - serving:.1f} s); load average {load()}", flush=True)
-        while True:
-            reports = session.get(f"{url}/reports/", timeout=120)
-            reports.raise_for_status()
-            if '<span class="badge ok">final</span>' in reports.text:  # an edition's status (templates/reports)
-                break
-            if demo.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"the demo ended or timed out before a final week was listed:\n{''.join(lines)[-3000:]}")
-            time.sleep(2)
-        final = time.monotonic()
-        print(f"{'final week listed':<28} {final - started:7.1f} s after the start; load average {load()}", flush=True)
-        while not any("the demo is complete" in line for line in lines):  # the bill and the restated edition
-            if demo.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"the demo ended or timed out before it completed:\n{''.join(lines)[-3000:]}")
-            time.sleep(0.5)
-        print(f"{'demo complete':<28} {time.monotonic() - started:7.1f} s after the start", flush=True)
-        editions = re.findall(EDITION, session.get(f"{url}/reports/", timeout=120).text)
-        print(f"/reports/ lists: {', '.join(next(e for e in row if e) for row in editions) or 'no edition'}")
+        if not args.first_page_only:
+            while True:
+                reports = session.get(f"{url}/reports/", timeout=120)
+                reports.raise_for_status()
+                if '<span class="badge ok">final</span>' in reports.text:  # an edition's status (templates/reports)
+                    break
+                if demo.poll() is not None or time.monotonic() > deadline:
+                    sys.exit(f"the demo ended or timed out before a final week was listed:\n{''.join(lines)[-3000:]}")
+                time.sleep(2)
+            final = time.monotonic()
+            print(f"{'final week listed':<28} {final - started:7.1f} s after the start; load average {load()}",
+                  flush=True)
+            while not any("the demo is complete" in line for line in lines):  # the bill and the restated edition
+                if demo.poll() is not None or time.monotonic() > deadline:
+                    sys.exit(f"the demo ended or timed out before it completed:\n{''.join(lines)[-3000:]}")
+                time.sleep(0.5)
+            print(f"{'demo complete':<28} {time.monotonic() - started:7.1f} s after the start", flush=True)
+            listed = session.get(f"{url}/reports/", timeout=120).text
+            editions = {e for row in re.findall(EDITION, listed) for e in row if e}
+            print(f"/reports/ lists: {', '.join(sorted(editions)) or 'no edition'} editions")
     finally:
         if demo.poll() is None:
             demo.send_signal(signal.SIGINT)  # Ctrl-C: the demo stops its server
