@@ -22,6 +22,7 @@ and a fork) share the days of collection and history, so the demo uses every cor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import multiprocessing
@@ -109,6 +110,8 @@ class Command(BaseCommand):
         debug, settings.DEBUG = settings.DEBUG, False
         try:
             self._demo(opts)
+        except KeyboardInterrupt:  # Ctrl-C while collecting: the web server and the workers are stopped by now
+            raise CommandError("stopped by Ctrl-C", returncode=130) from None
         finally:
             settings.DEBUG = debug
 
@@ -626,4 +629,5 @@ class Web:
 
 def _serve(server) -> None:  # type: ignore[no-untyped-def]
     server.start()
-    server.thread.join()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C reaches the whole process group: the demo says it stopped
+        server.thread.join()
