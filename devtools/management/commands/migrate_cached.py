@@ -20,6 +20,7 @@ import hashlib
 import os
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import django
@@ -112,19 +113,15 @@ def committed_schema_is_current() -> bool:
 
 def load_schema(path: Path, target: Path) -> None:
     """The committed SQL run into a new database file; `target` appears whole or not at all."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
-    os.close(handle)
-    try:
+
+    def fill(temporary: str) -> None:
         db = sqlite3.connect(temporary, isolation_level=None)
         try:
             db.executescript(path.read_text(encoding="utf-8"))
         finally:
             db.close()
-        os.replace(temporary, target)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+
+    _write_whole(target, fill)
 
 
 def write_schema(path: Path) -> None:
@@ -148,12 +145,9 @@ def write_schema(path: Path) -> None:
 
 
 def copy_sqlite(source: Path, target: Path) -> None:
-    """A consistent one-file copy through SQLite's online backup; `target` appears whole or not at all (two runs
-    at once each write their own temporary file)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
-    os.close(handle)
-    try:
+    """A consistent one-file copy through SQLite's online backup; `target` appears whole or not at all."""
+
+    def fill(temporary: str) -> None:
         src, dst = sqlite3.connect(source), sqlite3.connect(temporary)
         try:
             src.backup(dst)
@@ -161,6 +155,18 @@ def copy_sqlite(source: Path, target: Path) -> None:
         finally:
             dst.close()
             src.close()
+
+    _write_whole(target, fill)
+
+
+def _write_whole(target: Path, fill: Callable[[str], None]) -> None:
+    """`fill` writes a temporary file beside `target`, which then replaces it at once (two runs at once each write
+    their own temporary file)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
+    os.close(handle)
+    try:
+        fill(temporary)
         os.replace(temporary, target)
     finally:
         if os.path.exists(temporary):
