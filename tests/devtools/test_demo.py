@@ -192,3 +192,65 @@ def time_after(seconds: float):  # type: ignore[no-untyped-def]
 
     end = time.monotonic() + seconds
     return lambda: time.monotonic() > end
+
+
+LEDGER = {  # the ledger's rows and rollups, with neither ids nor collection times
+    "usage_podhour": "hour, namespace, pod, pod_uid, node, team, workload, allocation_mode, gpus, held_seconds, "
+                     "allocated_gpu_hours, working_sm_active, idle_sm_active, unmeasured_sm_active, cost",
+    "usage_nodehour": "",  # every column but the id (ids follow the write order, which differs)
+    "usage_usagehour": "",
+    "usage_usageday": "",
+    "usage_workloadday": "",
+    "usage_bucket": "hour, status, state",
+}
+
+
+@pytest.mark.slow
+def test_serve_writes_the_same_ledger_as_the_synchronous_demo(tmp_path):
+    """Newest hours first, then the older ones newest first, with the DRA claims read again from the period's start:
+    the same pod-hours, node-hours, rollups and bucket states as one synchronous pass over the same world."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    now = "2026-12-01T21:30:00Z"
+    rows = {}
+    for name in ("plain", "served"):
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "NO_PROXY", "no_proxy")}
+        env.update(GPUFINOPS_VAR_DIR=str(tmp_path / name), XDG_CACHE_HOME=str(tmp_path / "cache"),
+                   GPUFINOPS_DEVTOOLS="1", DEBUG="1")
+        subprocess.run([sys.executable, "manage.py", "migrate_cached"], cwd=root, env=env, check=True,
+                       capture_output=True)
+        argv = [sys.executable, "manage.py", "demo", "--days", "1", "--now", now]
+        if name == "plain":
+            subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
+        else:
+            log = tmp_path / "served.out"
+            with log.open("w") as out:
+                demo = subprocess.Popen([*argv, "--first-hours", "5", "--serve", f"127.0.0.1:{_free_port()}"],
+                                        cwd=root, env=env, stdout=out, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time_after(600)
+                while "the demo is complete" not in log.read_text():
+                    assert demo.poll() is None and not deadline(), log.read_text()[-3000:]
+                    time.sleep(0.5)
+                assert "the newest 5 of 25 hours are collected" in log.read_text()
+                demo.send_signal(signal.SIGINT)
+                assert demo.wait(timeout=60) == 0
+            finally:
+                if demo.poll() is None:
+                    demo.kill()
+                    demo.wait()
+        with sqlite3.connect(tmp_path / name / "gpufinops.sqlite3") as db:
+            rows[name] = {}
+            for table, columns in LEDGER.items():
+                columns = columns or ", ".join(c[1] for c in db.execute(f"PRAGMA table_info({table})") if c[1] != "id")
+                rows[name][table] = sorted(map(repr, db.execute(f"SELECT {columns} FROM {table}")))  # noqa: S608
+    for table in LEDGER:
+        assert rows["plain"][table], table
+        assert rows["served"][table] == rows["plain"][table], table
