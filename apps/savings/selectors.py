@@ -36,6 +36,7 @@ from .rules import (
     DAYS_PER_MONTH,
     HEADROOM,
     RIGHT_SIZE_MIN_HOURS,
+    WHOLE_GPU,
     Action,
     Load,
     ModelMove,
@@ -257,8 +258,8 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
     namespace, workload): workloads that already have a stop item."""
     signal = default_signal()
     # Only rows of one unit can be right-sized (`mig.unit_slices`): the database leaves out the rest.
-    one_unit = Q(resources="nvidia.com/gpu=1") | (Q(resources__startswith="nvidia.com/mig-")
-                                                  & Q(resources__endswith="=1") & ~Q(resources__contains=","))
+    one_unit = Q(resources=WHOLE_GPU) | (Q(resources__startswith="nvidia.com/mig-")
+                                         & Q(resources__endswith="=1") & ~Q(resources__contains=","))
     rows = PodHour.objects.filter(one_unit, hour__gte=start, hour__lt=end, allocation_mode__in=RIGHT_SIZE_MODES)
     if visible_teams is not None:
         rows = rows.filter(team__in=sorted(visible_teams))
@@ -296,7 +297,7 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
         load = Load(model, resources, min(g["gpus"] for g in group), peak_act, peak_fb, measured)
         fit = right_size(load)
         move = None
-        if load.resources == "nvidia.com/gpu=1" and measured >= RIGHT_SIZE_MIN_HOURS:
+        if load.resources == WHOLE_GPU and measured >= RIGHT_SIZE_MIN_HOURS:
             if cluster not in offers:
                 offers[cluster] = _offers(visible_teams=visible_teams, cluster=cluster, day=(end - HOUR).date())
             prices, cluster_offers = offers[cluster]
