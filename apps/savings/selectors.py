@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Q
@@ -250,6 +250,55 @@ def _move_saving(move: ModelMove, charge: Decimal, gpu_hours: float) -> Decimal:
     return (charge - move.target_price * Decimal(repr(round(gpu_hours, 6)))).quantize(money.MICRO)
 
 
+class _Option(NamedTuple):
+    """One way to right-size a workload: its dollars in the period, what the item says, and its words as the
+    alternative of another."""
+
+    dollars: Decimal
+    action: str
+    summary: str
+    evidence: tuple[Evidence, ...]
+    assumption: str
+    words: str
+
+
+def _move_option(move: ModelMove | None, dollars: Decimal | None, workload: str, model: str, cluster: str,
+                 peak_act: float, peak_fb: float, signal: str, peaks: str, end: datetime) -> _Option | None:
+    if move is None or dollars is None:
+        return None
+    groups = ", ".join(move.node_groups)
+    return _Option(dollars, Action.CHEAPER_MODEL, f"Move {workload} from a whole {model} to a whole {move.model}", (
+        Evidence("peak activity", f"{peak_act:.1%} of the GPU ({signal}, {peaks}) x {move.current.dense_tflops:g} "
+                                  f"TFLOPS ({move.current.family}) + headroom = "
+                                  f"{move.compute_needed_tflops:,.1f} TFLOPS"),
+        Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
+                                     f"{move.memory_needed_mib:,.0f} MiB"),
+        Evidence("target", f"{move.model} ({move.target.family}): {move.target.dense_tflops:g} TFLOPS, "
+                           f"{move.target.framebuffer_mib:,} MiB"),
+        Evidence("placeable on", f"node group(s) {groups} of {cluster} (whole {move.model} GPUs)"),
+        Evidence("prices", f"{model} {_rate(move.current_price)}/GPU-hour, {move.model} "
+                           f"{_rate(move.target_price)}/GPU-hour (price card, {(end - HOUR).date()})"),
+    ), "Compute compared as dense FP16/BF16 Tensor Core TFLOPS (NVIDIA's datasheets): the load is assumed to scale "
+       "with it; benchmark the workload on the target before moving. Saves the charge less the same GPU-hours at "
+       f"{move.model}'s price ((price of {model} - price of {move.model}) x GPU-hours); the freed {model} finds "
+       "another tenant.", f"a whole {move.model} (node group(s) {groups})")
+
+
+def _mig_option(fit: RightSize | None, dollars: Decimal | None, workload: str, model: str, peak_act: float,
+                peak_fb: float, signal: str, peaks: str) -> _Option | None:
+    if fit is None or dollars is None:
+        return None
+    summary = f"Move {workload} from {fit.current} of {model} to MIG {fit.target.name}"
+    return _Option(dollars, Action.RIGHT_SIZE, summary, (
+        Evidence("peak activity", f"{peak_act:.1%} of what it holds ({signal}, {peaks}) = {fit.slices_needed} of "
+                                  f"{fit.current_slices} slices with headroom"),
+        Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
+                                     f"{fit.memory_needed_mib:,.0f} MiB"),
+        Evidence("target", f"{fit.target.name}: {fit.target.slices} slices, {fit.target.memory_mib:,.0f} MiB usable"),
+    ), f"Saves {fit.saved_share:.1%} of the charge: a MIG instance is charged its slices' share of the GPU (the price "
+       "card's rule), and the freed slices find another tenant.", f"MIG {fit.target.name} of the same {model}")
+
+
 def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: datetime, teams: list[str],
                      clusters: list[str], skip: set[tuple[str, str, str]]) -> list[Saving]:
     """One item per workload on one whole GPU or one MIG instance whose peak hourly activity and framebuffer fit a
@@ -309,70 +358,27 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
         pods = sorted({g["pod"] for g in group})
         mig_cost = _mig_saving(fit, charge) if fit is not None else None
         move_cost = _move_saving(move, charge, gpu_hours) if move is not None else None
-        held = Evidence("held", f"{'whole GPU' if fit is None else fit.current} of {model} ({resources}) per pod, "
-                                f"{len(pods)} pod(s), {gpu_hours:,.2f} GPU-hours")
-        common = (f"Headroom {HEADROOM:.0%} over the peaks; peaks are hourly averages (a shorter burst is not "
-                  f"seen); at least {RIGHT_SIZE_MIN_HOURS} measured hours.")
-        if move is not None and move_cost is not None and (mig_cost is None or move_cost > mig_cost):
-            alternative = () if fit is None or mig_cost is None else (
-                Evidence("alternative", f"MIG {fit.target.name} of the same {model}: {_usd(mig_cost)} in the period "
-                                        f"(saves less)"),)
-            out.append(Saving(
-                cluster=cluster, team=team, namespace=namespace, workload=workload, action=Action.CHEAPER_MODEL,
-                summary=f"Move {workload} from a whole {model} to a whole {move.model}",
-                period_cost=move_cost, monthly=per_month(move_cost, period_hours),
-                evidence=(
-                    held,
-                    Evidence("peak activity", f"{peak_act:.1%} of the GPU ({signal}, largest hourly average of "
-                                              f"{measured} measured pod-hours) x {move.current.dense_tflops:g} TFLOPS "
-                                              f"({move.current.family}) + headroom = "
-                                              f"{move.compute_needed_tflops:,.1f} TFLOPS"),
-                    Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
-                                                 f"{move.memory_needed_mib:,.0f} MiB"),
-                    Evidence("target", f"{move.model} ({move.target.family}): {move.target.dense_tflops:g} TFLOPS, "
-                                       f"{move.target.framebuffer_mib:,} MiB"),
-                    Evidence("placeable on", f"node group(s) {', '.join(move.node_groups)} of {cluster} (whole "
-                                             f"{move.model} GPUs)"),
-                    Evidence("prices", f"{model} {_rate(move.current_price)}/GPU-hour, {move.model} "
-                                       f"{_rate(move.target_price)}/GPU-hour (price card, {(end - HOUR).date()})"),
-                    Evidence("charge in the period", _usd(charge)),
-                    *alternative,
-                ),
-                assumptions=(
-                    common,
-                    "Compute compared as dense FP16/BF16 Tensor Core TFLOPS (NVIDIA's datasheets): the load is "
-                    "assumed to scale with it; benchmark the workload on the target before moving.",
-                    f"Saves the charge less the same GPU-hours at {move.model}'s price: (price of {model} - price of "
-                    f"{move.model}) x GPU-hours; the freed {model} finds another tenant.",
-                    _scaling(period_hours),
-                ),
-            ))
-            continue
-        if fit is None or mig_cost is None:
-            continue
-        alternative = () if move is None or move_cost is None else (
-            Evidence("alternative", f"a whole {move.model} (node group(s) {', '.join(move.node_groups)}): "
-                                    f"{_usd(move_cost)} in the period (saves less)"),)
+        peaks = f"largest hourly average of {measured} measured pod-hours"
+        options = [o for o in (_move_option(move, move_cost, workload, model, cluster, peak_act, peak_fb, signal,
+                                            peaks, end),
+                               _mig_option(fit, mig_cost, workload, model, peak_act, peak_fb, signal, peaks))
+                   if o is not None]
+        # The one that saves more (a MIG profile on a tie); the other beside it.
+        best, *others = sorted(options, key=lambda o: (-o.dollars, o.action != Action.RIGHT_SIZE))
         out.append(Saving(
-            cluster=cluster, team=team, namespace=namespace, workload=workload, action=Action.RIGHT_SIZE,
-            summary=f"Move {workload} from {fit.current} of {model} to MIG {fit.target.name}",
-            period_cost=mig_cost, monthly=per_month(mig_cost, period_hours),
+            cluster=cluster, team=team, namespace=namespace, workload=workload, action=best.action,
+            summary=best.summary, period_cost=best.dollars, monthly=per_month(best.dollars, period_hours),
             evidence=(
-                held,
-                Evidence("peak activity", f"{peak_act:.1%} of what it holds ({signal}, largest hourly average of "
-                                          f"{measured} measured pod-hours) = {fit.slices_needed} of "
-                                          f"{fit.current_slices} slices with headroom"),
-                Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
-                                             f"{fit.memory_needed_mib:,.0f} MiB"),
-                Evidence("target", f"{fit.target.name}: {fit.target.slices} slices, "
-                                   f"{fit.target.memory_mib:,.0f} MiB usable"),
+                Evidence("held", f"{'whole GPU' if fit is None else fit.current} of {model} ({resources}) per pod, "
+                                 f"{len(pods)} pod(s), {gpu_hours:,.2f} GPU-hours"),
+                *best.evidence,
                 Evidence("charge in the period", _usd(charge)),
-                *alternative,
+                *(Evidence("alternative", f"{o.words}: {_usd(o.dollars)} in the period (saves less)") for o in others),
             ),
             assumptions=(
-                common,
-                f"Saves {fit.saved_share:.1%} of the charge: a MIG instance is charged its slices' share of the GPU "
-                "(the price card's rule), and the freed slices find another tenant.",
+                f"Headroom {HEADROOM:.0%} over the peaks; peaks are hourly averages (a shorter burst is not seen); at "
+                f"least {RIGHT_SIZE_MIN_HOURS} measured hours.",
+                best.assumption,
                 _scaling(period_hours),
             ),
         ))
