@@ -164,10 +164,12 @@ class Command(BaseCommand):
             _preload()
             workers = Workers(cluster, servers.kube.url, now, len(hours))
             dra = bool(scenario.dra_versions)
-            tally = run_tasks(_tasks(cluster, servers.kube.url, first, now, dra, boundary=bool(rest)), workers)
-            if opts.get("serve"):
-                password = self._demo_user(say=False)
+            if opts.get("serve"):  # started now, so its start overlaps the first hours' collection; no user yet
                 web = Web(opts["serve"])
+                web.launch()
+            tally = run_tasks(_tasks(cluster, servers.kube.url, first, now, dra, boundary=bool(rest)), workers)
+            if web is not None:
+                password = self._demo_user(say=False)
                 self._serving(web, password, len(first), len(hours), since, opts.get("open", False))
             if rest:
                 if dra:  # the claims are read again from the period's start, oldest first, as the full demo does
@@ -208,8 +210,8 @@ class Command(BaseCommand):
 
     def _serving(self, web: Web, password: str | None, collected: int, total: int, since: datetime,
                  browse: bool) -> None:
-        """The dashboard started once the newest hours are in; where and how to sign in, and what comes next."""
-        web.start()
+        """The dashboard answering once the newest hours are in; where and how to sign in, and what comes next."""
+        web.ready()
         site = web.url
         who = f"as demo / {password}" if password else "as one of this database's users"
         self.stdout.write(self.style.SUCCESS(f"serving {site}: sign in {who}"))
@@ -595,10 +597,14 @@ class Web:
         self.url = f"http://{host}:{port}/"
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60.0) -> None:
+    def launch(self) -> None:
         manage = settings.BASE_DIR / "manage.py"
         self.process = subprocess.Popen([sys.executable, str(manage), "runserver", "--noreload", "--skip-checks",
                                          f"{self.host}:{self.port}"], stdout=subprocess.DEVNULL)  # its banner
+
+    def ready(self, timeout: float = 60.0) -> None:
+        """Returns once the server accepts connections."""
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
