@@ -2,7 +2,8 @@
 computed in the database (what the workloads page, the overview's top lists and `/api/v1/rankings/` read).
 
 A ranking has no answer cap: the database groups, orders and pages, and only the page leaves it, with the number
-of rows and their totals (window functions over the same grouped rows). Whole UTC days come from the day rollups
+of rows and their totals (window functions over the same grouped rows). Whole ISO weeks come from the week rollup
+(`WorkloadWeek`, for workloads: a month is 4-5 rows per workload), the other whole UTC days from the day rollups
 (`WorkloadDay` for workloads, `UsageDay` for namespaces) and the partial days at the period's edges from the hour
 rows (`PodHour`, `UsageHour`), cut by the one period rule (`apps.common.periods.split_days`), so the figures equal
 the ledger's exactly. Pods have no day rollup: a pod ranking reads the pod rows and keeps the hour-level bound
@@ -23,14 +24,15 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connection
-from django.db.models import F, Model, QuerySet, Sum
+from django.db.models import F, Model, Q, QuerySet, Sum
 
 from apps.common.periods import split_days
+from apps.common.timeutils import iso_week_start
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.figures import DECIMALS, UsageFigures
-from apps.usage.models import PodHour, UsageDay, UsageHour, WorkloadDay
+from apps.usage.models import PodHour, UsageDay, UsageHour, WorkloadDay, WorkloadWeek
 from apps.usage.selectors.report import TooLarge
 from apps.usage.selectors.rollups import Filters, apply_filters, make_filters
 
@@ -149,8 +151,8 @@ def _sources(level: str, filters: Filters) -> tuple[type[Model], type[Model]]:
 
 
 def _parts(level: str, start: datetime, end: datetime, filters: Filters) -> list[QuerySet]:
-    """The querysets whose rows add up to `[start, end)`: whole days from the day rollup, the partial days (or the
-    whole range, for pods) from the hour rows."""
+    """The querysets whose rows add up to `[start, end)`: whole ISO weeks from the week rollup (workloads), the
+    other whole days from the day rollup, the partial days (or the whole range, for pods) from the hour rows."""
     if level == "pod":
         limit = settings.GPUFINOPS_API_MAX_HOURLY_DAYS
         if end - start > timedelta(days=limit):
@@ -160,10 +162,29 @@ def _parts(level: str, start: datetime, end: datetime, filters: Filters) -> list
     day_model, hour_model = _sources(level, filters)
     split = split_days(start, end)
     parts = [hour_model._default_manager.filter(hour__gte=a, hour__lt=b) for a, b in split.hours]
-    if split.days is not None:
-        first, last = split.days
+    if split.days is None:
+        return parts
+    first, last = split.days
+    weeks = whole_weeks(first, last) if day_model is WorkloadDay else None
+    if weeks is None:
         parts.append(day_model._default_manager.filter(day__gte=first.date(), day__lt=last.date()))
+        return parts
+    monday, end_monday = weeks
+    parts.append(WorkloadWeek.objects.filter(week__gte=monday.date(), week__lt=end_monday.date()))
+    edges = Q(day__gte=first.date(), day__lt=monday.date()) | Q(day__gte=end_monday.date(), day__lt=last.date())
+    if first < monday or end_monday < last:
+        parts.append(WorkloadDay.objects.filter(edges))
     return parts
+
+
+def whole_weeks(first: datetime, last: datetime) -> tuple[datetime, datetime] | None:
+    """The whole ISO weeks (Monday to Monday) inside the whole days `[first, last)`, None when there are none: a
+    workload ranking reads those from `WorkloadWeek` and the days around them from `WorkloadDay`."""
+    monday = iso_week_start(first)
+    if monday < first:
+        monday += timedelta(days=7)
+    end_monday = iso_week_start(last)
+    return (monday, end_monday) if monday < end_monday else None
 
 
 def _figure_columns(signal: str) -> dict[str, str]:
