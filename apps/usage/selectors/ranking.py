@@ -195,14 +195,21 @@ def _figure_columns(signal: str) -> dict[str, str]:
 
 def _grouped_sql(level: str, start: datetime, end: datetime, visible_teams: set[str] | None, filters: Filters,
                  signal: str, activity_below: float | None, idle_only: bool) -> tuple[str, list[Any]] | None:
-    """One row per ranked item with its summed figures: each part pre-grouped by the database, the parts added
-    (UNION ALL) and grouped again, with the cluster's name."""
+    """One row per ranked item with its summed figures, with the cluster's name: a single part grouped, several
+    parts' rows added (UNION ALL) and grouped once."""
     keys = LEVELS[level]
     names = {f"k_{k}": F("cluster_id" if k == "cluster" else k) for k in keys}
-    sums = {f"f_{name}": Sum(column) for name, column in _figure_columns(signal).items()}
-    selects, params = [], []
-    for qs in _parts(level, start, end, filters):
-        qs = apply_filters(qs, visible_teams, filters).order_by().values(**names).annotate(**sums)
+    parts = _parts(level, start, end, filters)
+    # One part (whole days, or pods) is grouped in itself; several are added raw and grouped once, outside (each
+    # grouped first would group every row twice: a month's parts have nearly one row per workload already).
+    regroup = len(parts) > 1
+    columns = _figure_columns(signal).items()
+    sums = {f"f_{name}": F(column) if regroup else Sum(column) for name, column in columns}
+    selects: list[str] = []
+    params: list[Any] = []
+    for qs in parts:
+        qs = apply_filters(qs, visible_teams, filters).order_by()
+        qs = qs.values(**names, **sums) if regroup else qs.values(**names).annotate(**sums)
         try:
             sql, part_params = qs.query.sql_with_params()
         except EmptyResultSet:  # a filter nothing can match (no visible team): the part adds no rows
@@ -213,8 +220,6 @@ def _grouped_sql(level: str, start: datetime, end: datetime, visible_teams: set[
         return None
     out_names = [("c.name" if k == "cluster" else f"t.k_{k}") + f" AS {k}" for k in keys]
     group = [("c.name" if k == "cluster" else f"t.k_{k}") for k in keys]
-    # One part (whole days, or pods) is already one row per item: grouping it again would only sort it again.
-    regroup = len(selects) > 1
 
     def total(figure: str) -> str:
         return f"SUM(t.f_{figure})" if regroup else f"t.f_{figure}"
