@@ -2,12 +2,12 @@
 computed in the database (what the workloads page, the overview's top lists and `/api/v1/rankings/` read).
 
 A ranking has no answer cap: the database groups, orders and pages, and only the page leaves it, with the number
-of rows and their totals (window functions over the same grouped rows). Whole ISO weeks come from the week rollup
-(`WorkloadWeek`, for workloads: a month is 4-5 rows per workload), the other whole UTC days from the day rollups
-(`WorkloadDay` for workloads, `UsageDay` for namespaces) and the partial days at the period's edges from the hour
-rows (`PodHour`, `UsageHour`), cut by the one period rule (`apps.common.periods.split_days`), so the figures equal
-the ledger's exactly. Pods have no day rollup: a pod ranking reads the pod rows and keeps the hour-level bound
-(`GPUFINOPS_API_MAX_HOURLY_DAYS`, `TooLarge` beyond it).
+of rows and their totals (one aggregate over the same grouped rows, in the same statement). Whole ISO weeks come
+from the week rollup (`WorkloadWeek`, for workloads: a month is 4-5 rows per workload), the other whole UTC days
+from the day rollups (`WorkloadDay` for workloads, `UsageDay` for namespaces) and the partial days at the period's
+edges from the hour rows (`PodHour`, `UsageHour`), cut by the one period rule (`apps.common.periods.split_days`),
+so the figures equal the ledger's exactly. Pods have no day rollup: a pod ranking reads the pod rows and keeps the
+hour-level bound (`GPUFINOPS_API_MAX_HOURLY_DAYS`, `TooLarge` beyond it).
 
 The order is stable: the sort key (figures compared at the output precision, a millionth; a missing activity
 last), then the row's names (team, cluster, namespace, workload, pod, pod uid) in code-point order, which together
@@ -262,18 +262,22 @@ def _order_by(level: str, order: Ordering) -> str:
 
 def _page(grouped: str, params: list[Any], level: str, order: Ordering, limit: int | None,
           offset: int) -> tuple[list[tuple[dict[str, str], UsageFigures]], int, UsageFigures]:
-    """The page's rows, the number of rows and their totals, in one statement (window functions over the grouped
-    rows); a second, only when the page is past the last row, for the count and totals alone."""
+    """The page's rows, the number of rows and their totals, in one statement (the grouped rows computed once, as a
+    common table expression that both the page and the totals read: cheaper than window functions, which carry
+    every row to the sort); a second, only when the page is past the last row, for the count and totals alone."""
     keys = LEVELS[level]
-    windows = ", ".join(["COUNT(*) OVER () AS n_rows", *(f"SUM(g.{f}) OVER () AS total_{f}" for f in FIGURES)])
-    sql = f"SELECT g.*, {windows} FROM ({grouped}) g ORDER BY {_order_by(level, order)}"
+    order_by = _order_by(level, order)
+    page = f"SELECT * FROM ranked g ORDER BY {order_by}"
     page_params = list(params)
     if limit is not None:
-        sql += " LIMIT %s OFFSET %s"
+        page += " LIMIT %s OFFSET %s"
         page_params += [limit, offset]
     elif offset:
-        sql += " LIMIT -1 OFFSET %s" if connection.vendor == "sqlite" else " OFFSET %s"
+        page += " LIMIT -1 OFFSET %s" if connection.vendor == "sqlite" else " OFFSET %s"
         page_params.append(offset)
+    totals_sql = ", ".join(["COUNT(*) AS n_rows", *(f"SUM(g.{f}) AS total_{f}" for f in FIGURES)])
+    sql = (f"WITH ranked AS ({grouped}) SELECT g.*, t.* FROM ({page}) g CROSS JOIN "
+           f"(SELECT {totals_sql} FROM ranked g) t ORDER BY {order_by}")
     with connection.cursor() as cursor:
         cursor.execute(sql, page_params)
         raw = cursor.fetchall()
