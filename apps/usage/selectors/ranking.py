@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F, Model, Q, QuerySet, Sum
 
 from apps.common.periods import split_days
@@ -288,7 +288,9 @@ def _page(grouped: str, params: list[Any], level: str, order: Ordering, limit: i
     totals_sql = ", ".join(["COUNT(*) AS n_rows", *(f"SUM(g.{f}) AS total_{f}" for f in FIGURES)])
     sql = (f"WITH ranked AS ({grouped}) SELECT g.*, t.* FROM ({page}) g CROSS JOIN "
            f"(SELECT {totals_sql} FROM ranked g) t ORDER BY {order_by}")
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and settings.GPUFINOPS_RANKING_WORK_MEM:  # this transaction only
+            cursor.execute("SELECT set_config('work_mem', %s, true)", [settings.GPUFINOPS_RANKING_WORK_MEM])
         cursor.execute(sql, page_params)
         raw = cursor.fetchall()
         if raw:
