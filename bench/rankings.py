@@ -2,13 +2,16 @@
 10th page, on the workloads page, the overview and `/api/v1/rankings/` (issue 24).
 
     python bench/rankings.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench_rank] [--weeks 5] [-n 3]
+                             [--reuse]
 
 1. Creates and migrates the database, writes the last 7 whole UTC days of ``bench-api-large`` through the real write
    path (``bench/api.py``'s ``fill``: 582,336 pod-hours, the hour and day rollups, ``WorkloadDay``), then copies
    that week ``--weeks - 1`` times further back in SQL (every table a bucket writes, one transaction per week, as
    ``bench/partitions.py`` does) with the workload, pod and pod uid names suffixed ``~k``: a real month has new
    jobs every week, so the month's ranking has ~4x the week's workloads (a copy under the same names would not).
-   ``ANALYZE`` after copying. A second run reuses the weeks it finds.
+   The ISO-week rollup (``WorkloadWeek``) of the copied days is rebuilt from them, then ``ANALYZE``. A second run
+   reuses the weeks it finds; ``--reuse`` skips the fill altogether and times the data as it is (the periods end
+   at the last whole day in the database, so it re-runs on kept data another day).
 2. Server time (in-process, Django's test Client, DEBUG off, persistent connection, the cache cleared before each
    request, as bench/pages.py) of, as staff (every team, no filter), for the last 7 days, the last 30 days, and
    30 days starting and ending inside a day (partial days from the hour rows): the workloads page sorted by idle
@@ -78,12 +81,14 @@ def _copy_week(cluster_id: int, week_start: datetime, k: int) -> int:
 
 def fill_weeks(end: datetime, weeks: int) -> None:
     from api import CLUSTER, fill  # bench/api.py: the real write path
-    from django.db import connection
+    from django.db import connection, transaction
     from partitions import COPIED
 
+    from apps.common.timeutils import iso_week_start
     from apps.inventory.models import Cluster
-    from apps.usage.models import Bucket
+    from apps.usage.models import Bucket, WorkloadWeek
     from apps.usage.partitions import ensure_partitions
+    from apps.usage.services import lock_cluster, rebuild_workload_week
 
     week_start = end - timedelta(days=7)
     t = time.perf_counter()
@@ -103,9 +108,19 @@ def fill_weeks(end: datetime, weeks: int) -> None:
               flush=True)
     if copied:
         t = time.perf_counter()
+        # The copies are Tuesday-to-Monday weeks of days: the ISO-week rollup is summed again from them.
+        monday = iso_week_start(week_start - timedelta(days=7 * (weeks - 1)))
+        while monday < end:
+            with transaction.atomic():
+                lock_cluster(cluster)
+                rebuild_workload_week(cluster, monday.date())
+            monday += timedelta(days=7)
+        print(f"WorkloadWeek rebuilt from the copied days: {time.perf_counter() - t:.0f}s", flush=True)
+        t = time.perf_counter()
         with connection.cursor() as cur:
-            for label, _, _ in COPIED:
-                cur.execute(f'ANALYZE "{label.split(".")[0]}_{label.split(".")[1].lower()}"')
+            for table in [*(f'{label.split(".")[0]}_{label.split(".")[1].lower()}' for label, _, _ in COPIED),
+                          WorkloadWeek._meta.db_table]:
+                cur.execute(f'ANALYZE "{table}"')
         print(f"ANALYZE {time.perf_counter() - t:.0f}s", flush=True)
 
 
@@ -129,6 +144,8 @@ def main() -> None:
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench_rank")
     parser.add_argument("--weeks", type=int, default=5, help="weeks of data: one written, the rest SQL copies")
     parser.add_argument("-n", type=int, default=3, help="timed requests per case")
+    parser.add_argument("--reuse", action="store_true",
+                        help="time only, on the data already in --db (its last whole day is the period's end)")
     args = parser.parse_args()
     os.environ.update({
         "DATABASE_URL": args.db, "DEBUG": "0", "SECRET_KEY": "bench-rankings-" + "x" * 50,
@@ -154,8 +171,19 @@ def main() -> None:
     logging.getLogger("django.request").setLevel(logging.ERROR)
     print(f"load average before the run: {load()}, {os.cpu_count()} CPUs", flush=True)
     call_command("migrate", verbosity=0)
-    end = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    fill_weeks(end, args.weeks)
+    if args.reuse:  # the timing alone, re-runnable on the kept data whatever the day
+        from django.db.models import Max
+
+        from apps.usage.models import Bucket
+
+        latest = Bucket.objects.aggregate(h=Max("hour"))["h"]
+        if latest is None:
+            sys.exit(f"--reuse: no data in {args.db}; run without --reuse first")
+        end = (latest + timedelta(hours=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+        print(f"reusing the data in {args.db}: periods end {end:%Y-%m-%d}", flush=True)
+    else:
+        end = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        fill_weeks(end, args.weeks)
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM usage_podhour")
         pods = cur.fetchone()[0]

@@ -385,6 +385,9 @@ GPUFINOPS_API_CACHE_MAX_BYTES = envint("GPUFINOPS_API_CACHE_MAX_BYTES", 1_000_00
 # hour, or ranges not on whole days) over at most this many days; team members' history ranges likewise.
 GPUFINOPS_API_MAX_ROWS = envint("GPUFINOPS_API_MAX_ROWS", 20_000)
 GPUFINOPS_API_MAX_HOURLY_DAYS = envint("GPUFINOPS_API_MAX_HOURLY_DAYS", 31)
+# PostgreSQL work_mem for a ranking's statement (its transaction only): a month of a large fleet groups ~160k
+# workloads, which spill to disk at the server's default 4MB; "" keeps the server's setting.
+GPUFINOPS_RANKING_WORK_MEM = envstr("GPUFINOPS_RANKING_WORK_MEM", "64MB")
 # A change is shown only against a period with comparable coverage: at least this share of its hours final.
 GPUFINOPS_COMPARE_MIN_FINAL = envfloat("GPUFINOPS_COMPARE_MIN_FINAL", 0.9)
 GPUFINOPS_API_MEMBER_HISTORY_DAYS = envint("GPUFINOPS_API_MEMBER_HISTORY_DAYS", 31)

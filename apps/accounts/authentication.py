@@ -1,18 +1,23 @@
 """Token authentication against hashed ApiToken rows (`Authorization: Token <token>`).
 
 Only the SHA-256 digest of a token is stored, so a database dump does not hand out API access.
-A missing, unknown, expired or inactive-user token is a 401 with `WWW-Authenticate: Token`.
+A missing, unknown, expired or inactive-user token is a 401 with `WWW-Authenticate: Token`. The same query reads
+what the user may see (`apps.accounts.selectors.remember_visibility`), so an API request pays one round trip for
+authentication and visibility together.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from django.contrib.auth.models import Group
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
 from apps.accounts.models import ApiToken
+from apps.accounts.selectors import FINANCE_GROUP, remember_visibility
 from apps.accounts.tokens import token_digest
 
 # last_used_at is refreshed at most this often, so reads do not turn into a write per request.
@@ -26,10 +31,13 @@ class HashedTokenAuthentication(TokenAuthentication):
 
     def authenticate_credentials(self, key):
         """Finds the token by digest and refuses expired tokens and inactive users."""
-        try:
-            token = ApiToken.objects.select_related("user").get(digest=token_digest(key))
-        except ApiToken.DoesNotExist as exc:
-            raise exceptions.AuthenticationFailed("Invalid token.") from exc
+        # One round trip: the token, its user, and what the user may see (finance group, one row per team).
+        finance = Group.objects.filter(name=FINANCE_GROUP, user=OuterRef("user_id"))
+        rows = list(ApiToken.objects.filter(digest=token_digest(key)).select_related("user")
+                    .annotate(in_finance=Exists(finance), team_name=F("user__teams__name")))
+        if not rows:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        token = rows[0]
         now = timezone.now()
         if token.expires_at is not None and token.expires_at <= now:
             raise exceptions.AuthenticationFailed("Token has expired.")
@@ -37,4 +45,6 @@ class HashedTokenAuthentication(TokenAuthentication):
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        remember_visibility(token.user, finance=token.in_finance,
+                            teams={r.team_name for r in rows if r.team_name is not None})
         return token.user, token

@@ -21,10 +21,10 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Model, Q
+from django.db.models import Exists, F, Model, OuterRef, Q
 from django.utils import timezone
 
-from apps.common.timeutils import HOUR, day_bounds
+from apps.common.timeutils import HOUR, day_bounds, iso_week_start, midnight
 from apps.inventory.gpus import UNKNOWN_NODE, AllocationMode
 from apps.inventory.gpus.holds import Hold, allocation_mode, claim_holds
 from apps.inventory.handout import hand_out
@@ -48,6 +48,7 @@ from apps.usage.models import (
     UsageDay,
     UsageHour,
     WorkloadDay,
+    WorkloadWeek,
 )
 from apps.usage.sources import MetricsSource, SourceError
 
@@ -230,10 +231,12 @@ def rollup_hour(cluster: Cluster, hour: datetime) -> None:
 
 def rollup_day(cluster: Cluster, day: date) -> None:
     """Rebuild the day's rollups (UsageDay and CapacityDay from the hourly rollups, WorkloadDay from the pod
-    rows). Call under the cluster lock."""
+    rows, and the WorkloadWeek rows of the workloads the day has, from their week's WorkloadDay rows). Call under
+    the cluster lock."""
     start, end = day_bounds(day)
     in_day = {"cluster": cluster, "hour__gte": start, "hour__lt": end}
     UsageDay.objects.filter(cluster=cluster, day=day).delete()
+    week = _forget_week_keys(cluster, day)
     WorkloadDay.objects.filter(cluster=cluster, day=day).delete()
     CapacityDay.objects.filter(cluster=cluster, day=day).delete()
     if after_day_delete is not None:
@@ -244,9 +247,41 @@ def rollup_day(cluster: Cluster, day: date) -> None:
     pods = PodHour.objects.filter(**in_day).values_list(*WORKLOAD_KEYS, *SUM_COLUMNS)
     _bulk_insert(WorkloadDay, ["cluster_id", "day", *WORKLOAD_KEYS, *SUM_COLUMNS],
                  [(cluster.pk, day, *r) for r in _grouped_sums(list(pods), len(WORKLOAD_KEYS))])
+    _forget_week_keys(cluster, day)
+    _rebuild_week_keys(cluster, week)
     caps = CapacityHour.objects.filter(**in_day).values_list(*CAPACITY_KEYS, *CAPACITY_SUMS)
     _bulk_insert(CapacityDay, ["cluster_id", "day", *CAPACITY_KEYS, *CAPACITY_SUMS],
                  [(cluster.pk, day, *r) for r in _grouped_sums(list(caps), len(CAPACITY_KEYS))])
+
+
+def _forget_week_keys(cluster: Cluster, day: date) -> date:
+    """Delete the week rollup rows of the workload keys the day has now; returns the week's Monday. Called before
+    the day's rows are replaced (the keys it had) and after (the keys it has), then `_rebuild_week_keys`: only
+    the keys the day touches are summed again."""
+    week = iso_week_start(midnight(day)).date()
+    on_day = WorkloadDay.objects.filter(cluster=cluster, day=day, **{k: OuterRef(k) for k in WORKLOAD_KEYS})
+    WorkloadWeek.objects.filter(cluster=cluster, week=week).filter(Exists(on_day)).delete()
+    return week
+
+
+def _rebuild_week_keys(cluster: Cluster, week: date) -> None:
+    """Sum again (exactly, as every rollup: `_grouped_sums`) the week's WorkloadDay rows of every workload key
+    that has no week row: the keys `_forget_week_keys` deleted and the day's new ones. A key gone from the whole
+    week gets no row; keys the day does not touch keep theirs. So the week rollup always equals the sum of its
+    days, and re-collecting a day converges to the same rows."""
+    days = {"cluster": cluster, "day__gte": week, "day__lt": week + timedelta(days=7)}
+    kept = WorkloadWeek.objects.filter(cluster=cluster, week=week, **{k: OuterRef(k) for k in WORKLOAD_KEYS})
+    rows = (WorkloadDay.objects.filter(**days).filter(~Exists(kept))
+            .values_list(*WORKLOAD_KEYS, *SUM_COLUMNS))
+    _bulk_insert(WorkloadWeek, ["cluster_id", "week", *WORKLOAD_KEYS, *SUM_COLUMNS],
+                 [(cluster.pk, week, *r) for r in _grouped_sums(list(rows), len(WORKLOAD_KEYS))])
+
+
+def rebuild_workload_week(cluster: Cluster, week: date) -> None:
+    """Rebuild every WorkloadWeek row of the ISO week starting on Monday `week` from its WorkloadDay rows (for rows
+    written outside `rollup_day`, e.g. bench/rankings.py's SQL copies). Call under the cluster lock."""
+    WorkloadWeek.objects.filter(cluster=cluster, week=week).delete()
+    _rebuild_week_keys(cluster, week)
 
 
 def lock_cluster(cluster: Cluster) -> None:

@@ -19,12 +19,22 @@ import pytest
 from apps.ingest.services import collect_cluster
 from apps.ingest.tasks import collect_cluster_task
 from apps.inventory.models import Cluster
-from apps.usage.models import Bucket, CapacityDay, CapacityHour, NodeHour, PodHour, UsageDay, UsageHour, WorkloadDay
+from apps.usage.models import (
+    Bucket,
+    CapacityDay,
+    CapacityHour,
+    NodeHour,
+    PodHour,
+    UsageDay,
+    UsageHour,
+    WorkloadDay,
+    WorkloadWeek,
+)
 from tests.ingest.conftest import END
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 DAYS = 2
-TABLES = (PodHour, NodeHour, UsageHour, UsageDay, WorkloadDay, CapacityHour, CapacityDay)
+TABLES = (PodHour, NodeHour, UsageHour, UsageDay, WorkloadDay, WorkloadWeek, CapacityHour, CapacityDay)
 
 
 @pytest.fixture(scope="module")

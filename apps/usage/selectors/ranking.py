@@ -2,11 +2,12 @@
 computed in the database (what the workloads page, the overview's top lists and `/api/v1/rankings/` read).
 
 A ranking has no answer cap: the database groups, orders and pages, and only the page leaves it, with the number
-of rows and their totals (window functions over the same grouped rows). Whole UTC days come from the day rollups
-(`WorkloadDay` for workloads, `UsageDay` for namespaces) and the partial days at the period's edges from the hour
-rows (`PodHour`, `UsageHour`), cut by the one period rule (`apps.common.periods.split_days`), so the figures equal
-the ledger's exactly. Pods have no day rollup: a pod ranking reads the pod rows and keeps the hour-level bound
-(`GPUFINOPS_API_MAX_HOURLY_DAYS`, `TooLarge` beyond it).
+of rows and their totals (one aggregate over the same grouped rows, in the same statement). Whole ISO weeks come
+from the week rollup (`WorkloadWeek`, for workloads: a month is 4-5 rows per workload), the other whole UTC days
+from the day rollups (`WorkloadDay` for workloads, `UsageDay` for namespaces) and the partial days at the period's
+edges from the hour rows (`PodHour`, `UsageHour`), cut by the one period rule (`apps.common.periods.split_days`),
+so the figures equal the ledger's exactly. Pods have no day rollup: a pod ranking reads the pod rows and keeps the
+hour-level bound (`GPUFINOPS_API_MAX_HOURLY_DAYS`, `TooLarge` beyond it).
 
 The order is stable: the sort key (figures compared at the output precision, a millionth; a missing activity
 last), then the row's names (team, cluster, namespace, workload, pod, pod uid) in code-point order, which together
@@ -22,15 +23,16 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
-from django.db.models import F, Model, QuerySet, Sum
+from django.db import connection, transaction
+from django.db.models import F, Model, Q, QuerySet, Sum
 
 from apps.common.periods import split_days
+from apps.common.timeutils import iso_week_start
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.figures import DECIMALS, UsageFigures
-from apps.usage.models import PodHour, UsageDay, UsageHour, WorkloadDay
+from apps.usage.models import PodHour, UsageDay, UsageHour, WorkloadDay, WorkloadWeek
 from apps.usage.selectors.report import TooLarge
 from apps.usage.selectors.rollups import Filters, apply_filters, make_filters
 
@@ -149,21 +151,50 @@ def _sources(level: str, filters: Filters) -> tuple[type[Model], type[Model]]:
 
 
 def _parts(level: str, start: datetime, end: datetime, filters: Filters) -> list[QuerySet]:
-    """The querysets whose rows add up to `[start, end)`: whole days from the day rollup, the partial days (or the
-    whole range, for pods) from the hour rows."""
+    """The querysets whose rows add up to `[start, end)`: whole ISO weeks from the week rollup (workloads), the
+    other whole days from the day rollup, the partial days (or the whole range, for pods) from the hour rows."""
     if level == "pod":
         limit = settings.GPUFINOPS_API_MAX_HOURLY_DAYS
         if end - start > timedelta(days=limit):
             raise TooLarge("end", f"Pod rankings read the hourly ledger and cover at most {limit} days; narrow "
                                   "start/end, or rank workloads or namespaces.")
-        return [PodHour.objects.filter(hour__gte=start, hour__lt=end)] if start < end else []
+        return [_hours(PodHour, start, end)] if start < end else []
     day_model, hour_model = _sources(level, filters)
     split = split_days(start, end)
-    parts = [hour_model._default_manager.filter(hour__gte=a, hour__lt=b) for a, b in split.hours]
-    if split.days is not None:
-        first, last = split.days
+    parts = [_hours(hour_model, a, b) for a, b in split.hours]
+    if split.days is None:
+        return parts
+    first, last = split.days
+    weeks = whole_weeks(first, last) if day_model is WorkloadDay else None
+    if weeks is None:
         parts.append(day_model._default_manager.filter(day__gte=first.date(), day__lt=last.date()))
+        return parts
+    monday, end_monday = weeks
+    parts.append(WorkloadWeek.objects.filter(week__gte=monday.date(), week__lt=end_monday.date()))
+    edges = Q(day__gte=first.date(), day__lt=monday.date()) | Q(day__gte=end_monday.date(), day__lt=last.date())
+    if first < monday or end_monday < last:
+        parts.append(WorkloadDay.objects.filter(edges))
     return parts
+
+
+def _hours(model: type[Model], start: datetime, end: datetime) -> QuerySet:
+    """The rows of `[start, end)`. Pod rows are indexed by cluster, then hour (no index on the hour alone, which
+    every bucket written would pay for): naming the clusters lets the database read the hours from that index
+    instead of scanning the month's partition."""
+    rows = model._default_manager.filter(hour__gte=start, hour__lt=end)
+    if model is PodHour:
+        rows = rows.filter(cluster_id__in=list(Cluster.objects.order_by("pk").values_list("pk", flat=True)))
+    return rows
+
+
+def whole_weeks(first: datetime, last: datetime) -> tuple[datetime, datetime] | None:
+    """The whole ISO weeks (Monday to Monday) inside the whole days `[first, last)`, None when there are none: a
+    workload ranking reads those from `WorkloadWeek` and the days around them from `WorkloadDay`."""
+    monday = iso_week_start(first)
+    if monday < first:
+        monday += timedelta(days=7)
+    end_monday = iso_week_start(last)
+    return (monday, end_monday) if monday < end_monday else None
 
 
 def _figure_columns(signal: str) -> dict[str, str]:
@@ -174,14 +205,21 @@ def _figure_columns(signal: str) -> dict[str, str]:
 
 def _grouped_sql(level: str, start: datetime, end: datetime, visible_teams: set[str] | None, filters: Filters,
                  signal: str, activity_below: float | None, idle_only: bool) -> tuple[str, list[Any]] | None:
-    """One row per ranked item with its summed figures: each part pre-grouped by the database, the parts added
-    (UNION ALL) and grouped again, with the cluster's name."""
+    """One row per ranked item with its summed figures, with the cluster's name: a single part grouped, several
+    parts' rows added (UNION ALL) and grouped once."""
     keys = LEVELS[level]
     names = {f"k_{k}": F("cluster_id" if k == "cluster" else k) for k in keys}
-    sums = {f"f_{name}": Sum(column) for name, column in _figure_columns(signal).items()}
-    selects, params = [], []
-    for qs in _parts(level, start, end, filters):
-        qs = apply_filters(qs, visible_teams, filters).order_by().values(**names).annotate(**sums)
+    parts = _parts(level, start, end, filters)
+    # One part (whole days, or pods) is grouped in itself; several are added raw and grouped once, outside (each
+    # grouped first would group every row twice: a month's parts have nearly one row per workload already).
+    regroup = len(parts) > 1
+    columns = _figure_columns(signal).items()
+    sums = {f"f_{name}": F(column) if regroup else Sum(column) for name, column in columns}
+    selects: list[str] = []
+    params: list[Any] = []
+    for qs in parts:
+        qs = apply_filters(qs, visible_teams, filters).order_by()
+        qs = qs.values(**names, **sums) if regroup else qs.values(**names).annotate(**sums)
         try:
             sql, part_params = qs.query.sql_with_params()
         except EmptyResultSet:  # a filter nothing can match (no visible team): the part adds no rows
@@ -192,8 +230,6 @@ def _grouped_sql(level: str, start: datetime, end: datetime, visible_teams: set[
         return None
     out_names = [("c.name" if k == "cluster" else f"t.k_{k}") + f" AS {k}" for k in keys]
     group = [("c.name" if k == "cluster" else f"t.k_{k}") for k in keys]
-    # One part (whole days, or pods) is already one row per item: grouping it again would only sort it again.
-    regroup = len(selects) > 1
 
     def total(figure: str) -> str:
         return f"SUM(t.f_{figure})" if regroup else f"t.f_{figure}"
@@ -236,19 +272,25 @@ def _order_by(level: str, order: Ordering) -> str:
 
 def _page(grouped: str, params: list[Any], level: str, order: Ordering, limit: int | None,
           offset: int) -> tuple[list[tuple[dict[str, str], UsageFigures]], int, UsageFigures]:
-    """The page's rows, the number of rows and their totals, in one statement (window functions over the grouped
-    rows); a second, only when the page is past the last row, for the count and totals alone."""
+    """The page's rows, the number of rows and their totals, in one statement (the grouped rows computed once, as a
+    common table expression that both the page and the totals read: cheaper than window functions, which carry
+    every row to the sort); a second, only when the page is past the last row, for the count and totals alone."""
     keys = LEVELS[level]
-    windows = ", ".join(["COUNT(*) OVER () AS n_rows", *(f"SUM(g.{f}) OVER () AS total_{f}" for f in FIGURES)])
-    sql = f"SELECT g.*, {windows} FROM ({grouped}) g ORDER BY {_order_by(level, order)}"
+    order_by = _order_by(level, order)
+    page = f"SELECT * FROM ranked g ORDER BY {order_by}"
     page_params = list(params)
     if limit is not None:
-        sql += " LIMIT %s OFFSET %s"
+        page += " LIMIT %s OFFSET %s"
         page_params += [limit, offset]
     elif offset:
-        sql += " LIMIT -1 OFFSET %s" if connection.vendor == "sqlite" else " OFFSET %s"
+        page += " LIMIT -1 OFFSET %s" if connection.vendor == "sqlite" else " OFFSET %s"
         page_params.append(offset)
-    with connection.cursor() as cursor:
+    totals_sql = ", ".join(["COUNT(*) AS n_rows", *(f"SUM(g.{f}) AS total_{f}" for f in FIGURES)])
+    sql = (f"WITH ranked AS ({grouped}) SELECT g.*, t.* FROM ({page}) g CROSS JOIN "
+           f"(SELECT {totals_sql} FROM ranked g) t ORDER BY {order_by}")
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and settings.GPUFINOPS_RANKING_WORK_MEM:  # this transaction only
+            cursor.execute("SELECT set_config('work_mem', %s, true)", [settings.GPUFINOPS_RANKING_WORK_MEM])
         cursor.execute(sql, page_params)
         raw = cursor.fetchall()
         if raw:

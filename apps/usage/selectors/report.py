@@ -249,18 +249,20 @@ def _grouped_rows(
         total = qs.aggregate(**sums)
         rows = [total] if total["_allocated"] is not None else []
     else:
-        rows = list(qs.values(*columns).annotate(**sums).order_by(*columns)[: settings.GPUFINOPS_API_MAX_ROWS + 1])
+        # The cluster's name joined in the same query (one name per id: grouping by both is grouping by the id).
+        named = ["cluster__name"] if "cluster" in group_by else []
+        grouped = qs.values(*columns, *named).annotate(**sums).order_by(*columns)
+        rows = list(grouped[: settings.GPUFINOPS_API_MAX_ROWS + 1])
     if len(rows) > settings.GPUFINOPS_API_MAX_ROWS:
         raise TooLarge(
             "group_by",
             f"More than {settings.GPUFINOPS_API_MAX_ROWS} rows: group by fewer keys, filter (team, cluster, "
             "namespace, workload) or narrow start/end.",
         )
-    cluster_names = dict(Cluster.objects.values_list("id", "name")) if "cluster" in group_by else {}
     out = []
     for row in rows:
         group = {
-            key: cluster_names.get(row[column], str(row[column])) if key == "cluster" else group_value(key, row[column])
+            key: row["cluster__name"] if key == "cluster" else group_value(key, row[column])
             for key, column in zip(group_by, columns, strict=True)
         }
         out.append((group, UsageFigures(
