@@ -190,8 +190,8 @@ def main() -> None:
             demo.send_signal(signal.SIGINT)  # Ctrl-C: the demo stops its server
             try:
                 demo.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                demo.kill()
+            except subprocess.TimeoutExpired:  # SIGINT ignored (started in the background): SIGTERM stops it too
+                demo.terminate()
                 demo.wait()
         reader.join(timeout=10)
     print(f"{'total CPU':<28} {cpu_children() - total_cpu:7.1f} s (migrate, demo, its workers, simulated servers "

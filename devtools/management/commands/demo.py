@@ -28,6 +28,7 @@ import math
 import multiprocessing
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -166,6 +167,7 @@ class Command(BaseCommand):
             dra = bool(scenario.dra_versions)
             if opts.get("serve"):  # started now, so its start overlaps the first hours' collection; no user yet
                 web = Web(opts["serve"])
+                signal.signal(signal.SIGTERM, _interrupted)  # `kill`: stop the web server too, as Ctrl-C does
                 web.launch()
             tally = run_tasks(_tasks(cluster, servers.kube.url, first, now, dra, boundary=bool(rest)), workers)
             if web is not None:
@@ -582,6 +584,10 @@ class Servers:
                 server.stop()
             else:
                 server.httpd.server_close()
+
+
+def _interrupted(signum, frame) -> None:  # type: ignore[no-untyped-def]
+    raise KeyboardInterrupt
 
 
 class Web:
