@@ -13,7 +13,7 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -111,6 +111,18 @@ CLOCK_EVENT_CANDIDATE = 8
 MAX_REGEX_NAMES = 300
 
 
+# ---- Recording rules (deploy/monitoring/gpufinops-recording.yaml, optional) ----
+# One recorded metric: every activity signal and the framebuffer in use of the device series carrying a pod, per pod
+# and GPU (`max by` the labels read below), told apart by a `signal` label. A bucket then reads all of them in one
+# query instead of one per signal (raw series of different metrics cannot share one: `*_over_time` drops their
+# names and their label sets collide).
+RECORDED = "pod_gpu:gpufinops_dcgm:max"
+RECORDED_SIGNALS: dict[str, str] = {**{s: DEFAULT_METRICS[s] for s in SIGNALS}, "fb_used": FB_USED}
+# The recorded series cover a bucket when they have samples in its first and in its last RECORDED_EDGE (two
+# evaluations at Prometheus' default 1m evaluation interval; the shipped group evaluates every 30 s).
+RECORDED_EDGE = timedelta(minutes=2)
+
+
 def _device(m: Mapping[str, str]) -> tuple[str, str]:
     return m.get("hostname") or m.get("Hostname") or "", m.get("UUID") or m.get("uuid") or ""
 
@@ -122,6 +134,20 @@ def _alternatives(fn: str, metrics: Sequence[str], matchers: str, rng: str) -> s
 
 def _regex(values: Collection[str]) -> str:
     return "|".join(re.escape(v) for v in sorted(values)).replace("\\", "\\\\")
+
+
+def _max_by(by: str, answer: Iterable[dict]) -> list[dict]:
+    """PromQL's `max by (by) (…)` over an answer's samples: one sample per distinct value of the `by` labels."""
+    keys = [k.strip() for k in by.split(",")]
+    top: dict[tuple, dict] = {}
+    for r in answer:
+        v = _value(r)
+        if v is None:
+            continue
+        key = tuple(r["metric"].get(k, "") for k in keys)
+        if key not in top or v > top[key]["v"]:
+            top[key] = {"metric": {k: x for k, x in zip(keys, key, strict=True) if x}, "value": [0, str(v)], "v": v}
+    return list(top.values())
 
 
 class _FindingQueries:
@@ -276,16 +302,28 @@ class _FindingQueries:
             found |= {r["metric"].get(label, "") for r in self.query(q, at)}
         return frozenset(found & set(uuids))
 
+    def recorded(self, start: datetime, end: datetime) -> dict[str, list[dict]] | None:  # pragma: no cover
+        raise NotImplementedError  # PrometheusSource's
+
     def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
         rng, at = window(start, end)
         if pods is not None and not pods:
             return []
-        names = f',{{label}}=~"{_regex(pods)}"' if pods is not None and len(pods) <= MAX_REGEX_NAMES else ""
+        restricted = pods is not None and len(pods) <= MAX_REGEX_NAMES
         by = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
-        q = (f'max by ({by}) (avg_over_time({FB_USED}{{exported_pod!=""{names.format(label="exported_pod")}}}[{rng}])'
-             f' or avg_over_time({FB_USED}{{pod!="",exported_pod=""{names.format(label="pod")}}}[{rng}]))')
+        recorded = self.recorded(start, end)
+        if recorded is not None:  # the bucket's recorded series, already read: `max by (by)` done here
+            answer = _max_by(by, (r for r in recorded.get("fb_used", [])
+                                  if not restricted or (r["metric"].get("exported_pod") or r["metric"].get("pod"))
+                                  in pods))  # type: ignore[operator]
+        else:
+            names = f',{{label}}=~"{_regex(pods)}"' if restricted else ""  # type: ignore[arg-type]
+            answer = self.query(
+                f'max by ({by}) (avg_over_time({FB_USED}{{exported_pod!=""{names.format(label="exported_pod")}}}'
+                f'[{rng}]) or avg_over_time({FB_USED}{{pod!="",exported_pod=""{names.format(label="pod")}}}[{rng}]))',
+                at)
         out = []
-        for r in self.query(q, at):
+        for r in answer:
             m, v = r["metric"], _value(r)
             pod = m.get("exported_pod") or m.get("pod") or ""
             ns = m.get("exported_namespace") or m.get("namespace") or ""
@@ -366,6 +404,9 @@ class PrometheusSource(_FindingQueries):
         # How series name their pod: "exported" (Prometheus Operator, honorLabels false: exported_pod) or
         # "plain" (pod); learnt from the activity series, None until known.
         self.pod_labels: str | None = None
+        # The last bucket's recorded series by signal (None: read the raw series), shared by the ledger's
+        # activity and the findings' framebuffer.
+        self._recorded: tuple[tuple[datetime, datetime], dict[str, list[dict]] | None] | None = None
 
     # ---- plumbing ----
     def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
@@ -448,7 +489,11 @@ class PrometheusSource(_FindingQueries):
         """Every signal's series, each kept under its own name: a signal the exporter lacks stays missing
         (its hours unmeasured), never filled with another signal's values (ledger.md "Activity")."""
         rng, at = window(start, end)
-        answers = self.query_all([(self._signal_query(s, rng), at) for s in SIGNALS])
+        recorded = self.recorded(start, end)
+        if recorded is not None:
+            answers = [recorded.get(s, []) for s in SIGNALS]
+        else:
+            answers = self.query_all([(self._signal_query(s, rng), at) for s in SIGNALS])
         per_signal = {s: self._signal_series(s, answer) for s, answer in zip(SIGNALS, answers, strict=True)}
         keys = set().union(*per_signal.values())
         facts = []
@@ -457,6 +502,35 @@ class PrometheusSource(_FindingQueries):
             facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5],
                                     device_uuid=key[6]))
         return facts
+
+    def recorded(self, start: datetime, end: datetime) -> dict[str, list[dict]] | None:
+        """The recorded series of deploy/monitoring/gpufinops-recording.yaml averaged over `[start, end)`, by their
+        `signal` label; None when they do not cover the bucket (absent, started or stopped within it), when
+        GPUFINOPS_PROMETHEUS_RECORDING_RULES is off, or when the cluster renames a metric the rules read: the
+        caller then reads the raw series. One round of three queries (both edges and the series), asked once per
+        bucket: the ledger's activity and the findings' framebuffer share the answer.
+
+        Each recorded series is its raw series (`max by` the labels read here: one series per pod, GPU and
+        signal), evaluated at the scrape interval, so its average over the bucket is the raw series' average.
+        """
+        if self._recorded is not None and self._recorded[0] == (start, end):
+            return self._recorded[1]
+        answer: dict[str, list[dict]] | None = None
+        if settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES and all(
+                self.metrics[s] == DEFAULT_METRICS[s] for s in SIGNALS):
+            rng, at = window(start, end)
+            edge, edge_at = window(end - RECORDED_EDGE, end)
+            covered = f"count(count_over_time({RECORDED}[{edge}]))"
+            first, last, series = self.query_all([
+                (covered, min(start + RECORDED_EDGE, end) - timedelta(milliseconds=1)), (covered, edge_at),
+                (f"avg_over_time({RECORDED}[{rng}])", at),
+            ])
+            if first and last:
+                answer = {}
+                for r in series:
+                    answer.setdefault(r["metric"].get("signal", ""), []).append(r)
+        self._recorded = ((start, end), answer)
+        return answer
 
     def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
         """Per physical GPU of `uuids`, each signal time-averaged over `[start, end)` from its series without a
