@@ -74,7 +74,8 @@ class Phases:
         setattr(owner, attr, timed)
 
     def wrap_query(self, cls) -> None:
-        original = cls.query
+        """Time every query sent (`ask`: the ones a bucket asks ahead, `prefetch`, in the phase that asked them)."""
+        original = cls.ask
 
         def timed(source, promql, at):
             t0 = time.perf_counter()
@@ -86,7 +87,7 @@ class Phases:
             self.queries.append((time.perf_counter() - t0, len(result), self.current, promql))
             return result
 
-        cls.query = timed
+        cls.ask = timed
 
     def sql_wrapper(self, execute, sql, params, many, context):
         t0 = time.perf_counter()

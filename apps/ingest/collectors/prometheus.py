@@ -193,25 +193,34 @@ class _FindingQueries:
             return ""
         return f'{labels.pop()}=~"{_regex({u for _n, u in devices})}"'
 
-    def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
-        """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
-        report, then the details for those only."""
+    # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out: see the
+    # class), the minimum asked only for GPUs whose counter is above 0 at all.
+    HEALTH_COUNTERS = ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
+                       (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0))
+
+    @classmethod
+    def _health_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """device_health's first round: which GPUs have anything to report."""
         rng, at = window(start, end)
-        fields: dict[tuple[str, str], dict] = defaultdict(dict)
-        # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out:
-        # see the class), the minimum asked only for GPUs whose counter is above 0 at all.
-        counters = ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
-                    (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0))
         clocks = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
-        xid_max, xid_last, clock_top, remap_failure, *counter_tops = self.query_all([
+        return [
             # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
             *((f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, '', rng)}) > 0", at)
               for fn in ("max_over_time", "last_over_time")),
             # Clock events: GPUs whose bitmask reached a counted bit (then its min, max and mean for those).
             (f"{clocks} >= {CLOCK_EVENT_CANDIDATE}", at),
             (f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at),
-            *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at) for metric, _n, _s in counters),
-        ])
+            *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at)
+              for metric, _n, _s in cls.HEALTH_COUNTERS),
+        ]
+
+    def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
+        """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
+        report, then the details for those only."""
+        rng, at = window(start, end)
+        fields: dict[tuple[str, str], dict] = defaultdict(dict)
+        counters = self.HEALTH_COUNTERS
+        xid_max, xid_last, clock_top, remap_failure, *counter_tops = self.query_all(self._health_queries(start, end))
         for answer in (xid_max, xid_last):
             for key, v in self._by_device(answer).items():
                 fields[key].setdefault("xid", set()).add(int(v))
@@ -255,17 +264,22 @@ class _FindingQueries:
             for (node, uuid), f in sorted(fields.items())
         ]
 
-    def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
+    @staticmethod
+    def _vanished_query(start: datetime, end: datetime) -> tuple[str, datetime]:
         # GPUs with a sample in the hour before the bucket and none in the bucket: both windows end at the same
         # instant, so `unless` keeps the devices of the longer one that the bucket lacks. Counting is cheap; the
-        # per-sample timestamps (a subquery) are asked below for those devices only (usually none): over every
-        # GPU of a 10,000-GPU fleet that subquery took seconds per bucket (bench/collect.py).
+        # per-sample timestamps (a subquery) are asked for those devices only (usually none): over every GPU of a
+        # 10,000-GPU fleet that subquery took seconds per bucket (bench/collect.py).
         rng, at = window(start - timedelta(hours=1), end)
         bucket_rng, _ = window(start, end)
         before = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{rng}]))"
         during = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{bucket_rng}]))"
+        return f"{before} unless {during}", at
+
+    def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
+        rng, at = window(start - timedelta(hours=1), end)
         label_of: dict[tuple[str, str], str] = {}
-        for r in self.query(f"{before} unless {during}", at):
+        for r in self.query(*self._vanished_query(start, end)):
             key = _device(r["metric"])
             if key[1]:
                 label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
@@ -407,9 +421,19 @@ class PrometheusSource(_FindingQueries):
         # The last bucket's recorded series by signal (None: read the raw series), shared by the ledger's
         # activity and the findings' framebuffer.
         self._recorded: tuple[tuple[datetime, datetime], dict[str, list[dict]] | None] | None = None
+        # Answers asked ahead for one bucket (`prefetch`), each handed out once by `query`.
+        self._prefetched: dict[tuple[str, datetime], list[dict[str, Any]]] = {}
+        self._prefetched_for: tuple[datetime, datetime] | None = None
 
     # ---- plumbing ----
     def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
+        """The answer to one instant query: prefetched for this bucket (`prefetch`), else asked now."""
+        with self._counting:
+            answer = self._prefetched.pop((promql, at), None)
+        return self.ask(promql, at) if answer is None else answer
+
+    def ask(self, promql: str, at: datetime) -> list[dict[str, Any]]:
+        """Ask Prometheus one instant query."""
         with self._counting:
             self.queries += 1
         try:
@@ -439,6 +463,51 @@ class PrometheusSource(_FindingQueries):
         if not isinstance(data, dict):
             raise PrometheusError(f"malformed Prometheus answer for status/{name}")
         return data
+
+    def prefetch(self, start: datetime, end: datetime) -> None:
+        """Ask, in one round (up to GPUFINOPS_PROMETHEUS_PARALLEL at once), every query of the bucket `[start, end)`
+        that depends on no other answer: the ledger's kube-state-metrics history, edge times and activity (the
+        recorded series' round first: whether the raw signals are needed), and the findings' first health round
+        and vanished GPUs. Asked one method after another they made a dozen rounds, each waiting for the last
+        answer of the one before. The same queries and answers: `query` hands each out once. A query that fails
+        here is not kept: asked again where it is needed, it fails there (a findings query never fails the
+        ledger). Once per bucket; the ledger's methods call it."""
+        if self._prefetched_for == (start, end):
+            return
+        self._prefetched_for = (start, end)
+        with self._counting:
+            self._prefetched = {}
+        rng, at = window(start, end)
+        queries = [
+            *self._pod_history_queries(start, end),
+            self._seen_instant("kube_pod_start_time", "uid", "max", start, end),
+            self._namespace_labels_query(start, end),
+            *self._owner_queries(start, end),
+            *self._node_history_queries(start, end),
+            self._seen_instant("kube_node_labels", "node", "min", start, end),
+            self._seen_instant("kube_node_labels", "node", "max", start, end),
+            *([] if self.recorded(start, end) is not None else [(self._signal_query(s, rng), at) for s in SIGNALS]),
+            *self._health_queries(start, end),
+            self._vanished_query(start, end),
+        ]
+        for query, answer in zip(queries, self._ask_all(queries), strict=True):
+            if answer is not None:
+                with self._counting:
+                    self._prefetched[query] = answer
+
+    def _ask_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]] | None]:
+        """`ask` each query, side by side as query_all does; a failed one is None."""
+        def ask(q: tuple[str, datetime]) -> list[dict[str, Any]] | None:
+            try:
+                return self.ask(*q)
+            except PrometheusError:
+                return None
+
+        workers = min(settings.GPUFINOPS_PROMETHEUS_PARALLEL, len(queries))
+        if workers <= 1:
+            return [ask(q) for q in queries]
+        with ThreadPoolExecutor(workers, thread_name_prefix="prometheus") as pool:
+            return list(pool.map(ask, queries))
 
     def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]]]:
         """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at
@@ -488,6 +557,7 @@ class PrometheusSource(_FindingQueries):
     def activity(self, start: datetime, end: datetime) -> list[SeriesFact]:
         """Every signal's series, each kept under its own name: a signal the exporter lacks stays missing
         (its hours unmeasured), never filled with another signal's values (ledger.md "Activity")."""
+        self.prefetch(start, end)
         rng, at = window(start, end)
         recorded = self.recorded(start, end)
         if recorded is not None:
@@ -563,6 +633,12 @@ class PrometheusSource(_FindingQueries):
         return bool(self.query(f'count(last_over_time({{__name__=~"{metrics}"}}[{rng}]))', at))
 
     # ---- kube-state-metrics history ----
+    @staticmethod
+    def _seen_instant(metric: str, by: str, fn: str, start: datetime, end: datetime) -> tuple[str, datetime]:
+        """`_seen`'s instant query at the bucket's edge."""
+        _rng, at = window(start, end)
+        return f"{fn} by ({by}) (timestamp({metric}))", at if fn == "max" else start
+
     def _seen(self, metric: str, by: str, fn: str, start: datetime, end: datetime,
               names: Collection[str]) -> dict[str, float]:
         """When the `metric` series of each of `names` (values of label `by`) were first (`fn` "min") or last
@@ -579,7 +655,7 @@ class PrometheusSource(_FindingQueries):
         """
         rng, at = window(start, end)
         out: dict[str, float] = {}
-        for r in self.query(f"{fn} by ({by}) (timestamp({metric}))", at if fn == "max" else start):
+        for r in self.query(*self._seen_instant(metric, by, fn, start, end)):
             name, v = r["metric"].get(by, ""), _value(r)
             if name in names and v:
                 out[name] = v
@@ -597,19 +673,27 @@ class PrometheusSource(_FindingQueries):
                     out[name] = v
         return out
 
-    def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]:
+    @staticmethod
+    def _pod_history_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """pod_history's queries: the pods' start times first, then what is read of those pods."""
         rng, at = window(start, end)
-        starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", at)
-        if not starts:
-            return []
         requests = ("kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests")
-        completions, *request_answers, label_answer, info, owner_answer = self.query_all([
+        return [
+            (f"max_over_time(kube_pod_start_time[{rng}])", at),
             (f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", at),
             *((f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at) for metric in requests),
             (f"max_over_time(kube_pod_labels[{rng}])", at),
             (f"max_over_time(kube_pod_info[{rng}])", at),
             (f'max_over_time(kube_pod_owner{{owner_is_controller="true"}}[{rng}])', at),
-        ])
+        ]
+
+    def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]:
+        self.prefetch(start, end)
+        starts_query, *rest = self._pod_history_queries(start, end)
+        starts = self.query(*starts_query)
+        if not starts:
+            return []
+        completions, *request_answers, label_answer, info, owner_answer = self.query_all(rest)
         done: dict[str, float] = {}
         for r in completions:
             v = _value(r)
@@ -665,40 +749,59 @@ class PrometheusSource(_FindingQueries):
             )
         return pods
 
+    OWNERS = (("kube_replicaset_owner", "ReplicaSet", "replicaset"), ("kube_job_owner", "Job", "job_name"))
+
+    @classmethod
+    def _owner_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        rng, at = window(start, end)
+        return [(f'max_over_time({metric}{{owner_is_controller="true"}}[{rng}])', at) for metric, _k, _n in cls.OWNERS]
+
     def owner_history(self, start: datetime, end: datetime) -> dict[tuple[str, str, str], tuple[str, str]]:
         """Controllers of ReplicaSets and Jobs (kube_replicaset_owner, kube_job_owner) seen in the bucket."""
-        rng, at = window(start, end)
+        self.prefetch(start, end)
         out: dict[tuple[str, str, str], tuple[str, str]] = {}
-        for metric, kind, name_label in (("kube_replicaset_owner", "ReplicaSet", "replicaset"),
-                                         ("kube_job_owner", "Job", "job_name")):
-            for r in self.query(f'max_over_time({metric}{{owner_is_controller="true"}}[{rng}])', at):
+        answers = self.query_all(self._owner_queries(start, end))
+        for (_metric, kind, name_label), answer in zip(self.OWNERS, answers, strict=True):
+            for r in answer:
                 m = r["metric"]
                 if m.get(name_label) and m.get("owner_kind") and m.get("owner_name") not in (None, "", "<none>"):
                     out[(m.get("namespace", ""), kind, m[name_label])] = (m["owner_kind"], m["owner_name"])
         return out
 
+    @staticmethod
+    def _namespace_labels_query(start: datetime, end: datetime) -> tuple[str, datetime]:
+        rng, at = window(start, end)
+        return f"max_over_time(kube_namespace_labels[{rng}])", at
+
     def namespace_labels(
         self, start: datetime, end: datetime, label_keys: Sequence[str]
     ) -> dict[str, dict[str, str]]:
-        rng, at = window(start, end)
+        self.prefetch(start, end)
         out: dict[str, dict[str, str]] = {}
-        for r in self.query(f"max_over_time(kube_namespace_labels[{rng}])", at):
+        for r in self.query(*self._namespace_labels_query(start, end)):
             m = r["metric"]
             out[m.get("namespace", "")] = unsanitized(m, label_keys)
         return out
 
-    def node_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[NodeHistory]:
+    @staticmethod
+    def _node_history_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """node_history's queries: the nodes' labels first, then what is read of those nodes."""
         rng, at = window(start, end)
-        labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(
-            f"max_over_time(kube_node_labels[{rng}])", at)}
-        if not labels:
-            return []
         resources = ("kube_node_status_allocatable", "kube_node_status_capacity")
-        *resource_answers, unschedulable, unready = self.query_all([
+        return [
+            (f"max_over_time(kube_node_labels[{rng}])", at),
             *((f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at) for metric in resources),
             (f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", at),
             (f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', at),
-        ])
+        ]
+
+    def node_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[NodeHistory]:
+        self.prefetch(start, end)
+        labels_query, *rest = self._node_history_queries(start, end)
+        labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(*labels_query)}
+        if not labels:
+            return []
+        *resource_answers, unschedulable, unready = self.query_all(rest)
         alloc: dict[str, dict[str, float]] = {}
         cap: dict[str, dict[str, float]] = {}
         for answer, target in zip(resource_answers, (alloc, cap), strict=True):
