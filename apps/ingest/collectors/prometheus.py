@@ -319,30 +319,29 @@ class _FindingQueries:
     def recorded(self, start: datetime, end: datetime) -> dict[str, list[dict]] | None:  # pragma: no cover
         raise NotImplementedError  # PrometheusSource's
 
-    def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
+    MEMORY_BY = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
+
+    @classmethod
+    def _memory_query(cls, start: datetime, end: datetime) -> tuple[str, datetime]:
         rng, at = window(start, end)
+        return (f'max by ({cls.MEMORY_BY}) (avg_over_time({FB_USED}{{exported_pod!=""}}[{rng}])'
+                f' or avg_over_time({FB_USED}{{pod!="",exported_pod=""}}[{rng}]))', at)
+
+    def _memory(self, start: datetime, end: datetime) -> list[dict]:  # pragma: no cover (PrometheusSource's)
+        raise NotImplementedError
+
+    def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
+        """Framebuffer in use per pod series of `pods` (every pod: None), from the bucket's one answer for every
+        pod (`_memory`): the findings' idle pods and the savings' pods of a bucket read the same series."""
         if pods is not None and not pods:
             return []
-        restricted = pods is not None and len(pods) <= MAX_REGEX_NAMES
-        by = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
-        recorded = self.recorded(start, end)
-        if recorded is not None:  # the bucket's recorded series, already read: `max by (by)` done here
-            answer = _max_by(by, (r for r in recorded.get("fb_used", [])
-                                  if not restricted or (r["metric"].get("exported_pod") or r["metric"].get("pod"))
-                                  in pods))  # type: ignore[operator]
-        else:
-            names = f',{{label}}=~"{_regex(pods)}"' if restricted else ""  # type: ignore[arg-type]
-            answer = self.query(
-                f'max by ({by}) (avg_over_time({FB_USED}{{exported_pod!=""{names.format(label="exported_pod")}}}'
-                f'[{rng}]) or avg_over_time({FB_USED}{{pod!="",exported_pod=""{names.format(label="pod")}}}[{rng}]))',
-                at)
         out = []
-        for r in answer:
+        for r in self._memory(start, end):
             m, v = r["metric"], _value(r)
             pod = m.get("exported_pod") or m.get("pod") or ""
             ns = m.get("exported_namespace") or m.get("namespace") or ""
             uuid = m.get("UUID") or m.get("uuid") or ""
-            if v is None or not (pod and ns and uuid):
+            if v is None or not (pod and ns and uuid) or (pods is not None and pod not in pods):
                 continue
             out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
         return out
@@ -421,6 +420,7 @@ class PrometheusSource(_FindingQueries):
         # The last bucket's recorded series by signal (None: read the raw series), shared by the ledger's
         # activity and the findings' framebuffer.
         self._recorded: tuple[tuple[datetime, datetime], dict[str, list[dict]] | None] | None = None
+        self._memory_answer: tuple[tuple[datetime, datetime], list[dict]] | None = None
         # Answers asked ahead for one bucket (`prefetch`), each handed out once by `query`.
         self._prefetched: dict[tuple[str, datetime], list[dict[str, Any]]] = {}
         self._prefetched_for: tuple[datetime, datetime] | None = None
@@ -467,11 +467,11 @@ class PrometheusSource(_FindingQueries):
     def prefetch(self, start: datetime, end: datetime) -> None:
         """Ask, in one round (up to GPUFINOPS_PROMETHEUS_PARALLEL at once), every query of the bucket `[start, end)`
         that depends on no other answer: the ledger's kube-state-metrics history, edge times and activity (the
-        recorded series' round first: whether the raw signals are needed), and the findings' first health round
-        and vanished GPUs. Asked one method after another they made a dozen rounds, each waiting for the last
-        answer of the one before. The same queries and answers: `query` hands each out once. A query that fails
-        here is not kept: asked again where it is needed, it fails there (a findings query never fails the
-        ledger). Once per bucket; the ledger's methods call it."""
+        recorded series' round first: whether the raw signals are needed), and the findings' first health round,
+        vanished GPUs and pods' framebuffer. Asked one method after another they made a dozen rounds, each waiting
+        for the last answer of the one before. The same queries and answers: `query` hands each out once. A query
+        that fails here is not kept: asked again where it is needed, it fails there (a findings query never fails
+        the ledger). Once per bucket; the ledger's methods call it."""
         if self._prefetched_for == (start, end):
             return
         self._prefetched_for = (start, end)
@@ -486,7 +486,8 @@ class PrometheusSource(_FindingQueries):
             *self._node_history_queries(start, end),
             self._seen_instant("kube_node_labels", "node", "min", start, end),
             self._seen_instant("kube_node_labels", "node", "max", start, end),
-            *([] if self.recorded(start, end) is not None else [(self._signal_query(s, rng), at) for s in SIGNALS]),
+            *([] if self.recorded(start, end) is not None
+              else [*((self._signal_query(s, rng), at) for s in SIGNALS), self._memory_query(start, end)]),
             *self._health_queries(start, end),
             self._vanished_query(start, end),
         ]
@@ -600,6 +601,20 @@ class PrometheusSource(_FindingQueries):
                 for r in series:
                     answer.setdefault(r["metric"].get("signal", ""), []).append(r)
         self._recorded = ((start, end), answer)
+        return answer
+
+    def _memory(self, start: datetime, end: datetime) -> list[dict]:
+        """`max by (MEMORY_BY)` of every pod series' framebuffer averaged over the bucket: from the recorded series
+        when they cover it, else one query; kept for the bucket (the findings' idle pods and the savings' pods
+        both read it: one query, where each asked its own)."""
+        if self._memory_answer is not None and self._memory_answer[0] == (start, end):
+            return self._memory_answer[1]
+        recorded = self.recorded(start, end)
+        if recorded is not None:  # already read: `max by` done here
+            answer = _max_by(self.MEMORY_BY, recorded.get("fb_used", []))
+        else:
+            answer = self.query(*self._memory_query(start, end))
+        self._memory_answer = ((start, end), answer)
         return answer
 
     def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
