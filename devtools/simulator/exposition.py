@@ -52,6 +52,8 @@ DCGM_FAMILIES = [m for m, _k, _h in DCGM_METRICS]
 # named RECORDED, with the `signal` label and only the labels the rules keep; its value is the raw series' at the
 # same instant. tests/monitoring/test_recording_rules.py holds this to the rules file.
 RECORDED = "pod_gpu:gpufinops_dcgm:max"
+# The rules' heartbeat (`vector(1)`, no labels), stored beside kube-state-metrics' series (one per scrape, like them).
+RECORDED_HEARTBEAT = "gpufinops:recording_rules:heartbeat"
 RECORDED_SIGNALS = {"DCGM_FI_PROF_SM_ACTIVE": "sm_active", "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "gr_engine_active",
                     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active", "DCGM_FI_DEV_GPU_UTIL": "gpu_util",
                     "DCGM_FI_DEV_FB_USED": "fb_used"}
@@ -112,7 +114,7 @@ KSM_HELP = {
     "kube_node_status_condition": "The condition of a cluster node.",
     "kube_node_created": "Unix creation timestamp",
 }
-KSM_FAMILIES = list(KSM_HELP)
+KSM_FAMILIES = [*KSM_HELP, RECORDED_HEARTBEAT]  # the heartbeat only with Scenario.recording_rules
 
 
 def exporter_pod(sc: Scenario, node: str) -> str:
@@ -569,7 +571,10 @@ def tsdb_dcgm_series(sc: Scenario, t: float, hostname_label: str = "Hostname", e
 
 
 def tsdb_ksm_labels(labels: list) -> list:
-    """kube-state-metrics labels as Prometheus stores them after a scrape (target added, empty dropped)."""
+    """kube-state-metrics labels as Prometheus stores them after a scrape (target added, empty dropped); the
+    recording rules' heartbeat (no labels: no scrape) as it is."""
+    if not labels:
+        return []
     return [(k, x) for k, x in labels if x != ""] + KSM_TARGET
 
 
@@ -652,6 +657,12 @@ def _ksm_objects(sc: Scenario, t: float):
     for n in sc.nodes:
         if n.created <= t:
             yield ("node", n.name, n.unschedulable(t)), lambda n=n: ksm_node_rows(sc, n, t)
+    if sc.recording_rules:
+        yield ("recording rules",), heartbeat_rows
+
+
+def heartbeat_rows() -> list:
+    return [(RECORDED_HEARTBEAT, [], 1.0)]
 
 
 def _concatenate(out, path: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from apps.ingest.collectors.prometheus import RECORDED, RECORDED_SIGNALS
+from apps.ingest.collectors.prometheus import RECORDED, RECORDED_HEARTBEAT, RECORDED_SIGNALS
 from devtools.simulator import exposition
 from tests.harness.services import require_binary
 
@@ -22,7 +22,7 @@ def test_promtool_check_and_test_rules():
     promtool = require_binary("promtool")
     check = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 5 rules found" in check.stdout
+    assert "SUCCESS: 6 rules found" in check.stdout
     run = subprocess.run([promtool, "test", "rules", str(TESTS)], cwd=TESTS.parent, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -31,8 +31,11 @@ def test_promtool_check_and_test_rules():
 
 def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
     (group,) = yaml.safe_load(RULES.read_text())["groups"]
+    heartbeat, *rules = group["rules"]
+    assert heartbeat == {"record": RECORDED_HEARTBEAT, "expr": "vector(1)"}
+    assert RECORDED_HEARTBEAT == exposition.RECORDED_HEARTBEAT
     recorded = {}
-    for rule in group["rules"]:
+    for rule in rules:
         assert rule["record"] == RECORDED == exposition.RECORDED
         # Both pod-label spellings, as the collector's raw query reads them, each kept per the same labels.
         (metric,) = set(re.findall(r"\b(DCGM_FI_\w+)\{", rule["expr"]))

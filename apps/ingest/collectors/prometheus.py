@@ -118,8 +118,10 @@ MAX_REGEX_NAMES = 300
 # names and their label sets collide).
 RECORDED = "pod_gpu:gpufinops_dcgm:max"
 RECORDED_SIGNALS: dict[str, str] = {**{s: DEFAULT_METRICS[s] for s in SIGNALS}, "fb_used": FB_USED}
-# The recorded series cover a bucket when they have samples in its first and in its last RECORDED_EDGE (two
-# evaluations at Prometheus' default 1m evaluation interval; the shipped group evaluates every 30 s).
+# The rules' one series without labels, evaluated with them: they cover a bucket when it has samples in the bucket's
+# first and in its last RECORDED_EDGE (two evaluations at Prometheus' default 1m evaluation interval; the shipped
+# group evaluates every 30 s).
+RECORDED_HEARTBEAT = "gpufinops:recording_rules:heartbeat"
 RECORDED_EDGE = timedelta(minutes=2)
 
 
@@ -591,7 +593,7 @@ class PrometheusSource(_FindingQueries):
                 self.metrics[s] == DEFAULT_METRICS[s] for s in SIGNALS):
             rng, at = window(start, end)
             edge, edge_at = window(end - RECORDED_EDGE, end)
-            covered = f"count(count_over_time({RECORDED}[{edge}]))"
+            covered = f"count_over_time({RECORDED_HEARTBEAT}[{edge}])"
             first, last, series = self.query_all([
                 (covered, min(start + RECORDED_EDGE, end) - timedelta(milliseconds=1)), (covered, edge_at),
                 (f"avg_over_time({RECORDED}[{rng}])", at),
