@@ -215,9 +215,9 @@ def write_path_vs_copy(cluster, hour: datetime, result, *, hours: int, rounds: i
 
 def start_fleet(args, label: str, dra_fraction: float | None, om_given: Path | None, prom_data: Path | None,
                 hour: datetime, end: datetime, tmp: Path):
-    """Export one hour of the fleet (unless `om_given`), backfill a Prometheus with it (unless `prom_data` already
-    holds it), start it, and serve the same fleet's Kubernetes API: (PrometheusServer, simulator process,
-    kubeconfig path)."""
+    """Export one hour of the fleet (unless `om_given` exists; to `om_given` when given, kept), backfill a
+    Prometheus with it (unless `prom_data` already holds it), start it, and serve the same fleet's Kubernetes API:
+    (PrometheusServer, simulator process, kubeconfig path)."""
     from tests.harness.prometheus import PrometheusServer
     from tests.harness.services import free_port, tcp_reachable
 
@@ -226,7 +226,7 @@ def start_fleet(args, label: str, dra_fraction: float | None, om_given: Path | N
     scenario = ["--scenario", "large", *(["--dra-fraction", str(dra_fraction)] if dra_fraction else []),
                 *(["--recording-rules"] if getattr(args, "recording_rules", False) else []),
                 *(["--large-nodes", str(args.large_nodes)] if args.large_nodes else [])]
-    if not om_given:
+    if not (om_given and om_given.exists()):
         t0 = time.perf_counter()
         # The simulator runs in its own processes so the peak RSS below is the collector's alone.
         subprocess.run([sys.executable, str(ROOT / "manage.py"), "simulate", "export-openmetrics", *scenario,
@@ -374,7 +374,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
     parser.add_argument("--step", type=int, default=30)
-    parser.add_argument("--om", type=Path, help="reuse this export (from --keep-export) instead of exporting again")
+    parser.add_argument("--om", type=Path, help="reuse this export (from --keep-export) instead of exporting again; "
+                        "written there (and kept) when it does not exist yet")
     parser.add_argument("--end", help="end of the bucket (ISO, whole hour): the one the --om export covers")
     parser.add_argument("--keep-export", action="store_true", help="keep the OpenMetrics file (several GB)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the write-path vs COPY measurement")
