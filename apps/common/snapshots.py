@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.db import models
+from django.db import connection, models
 from django.db.models import Max, Q, QuerySet
 
 Row = TypeVar("Row", bound=models.Model)
@@ -69,5 +69,16 @@ def upsert_observed(model: type[Row], changed: list[Row], unchanged: Iterable[An
         model._default_manager.bulk_create(changed, batch_size=1000, update_conflicts=True, unique_fields=unique_fields,
                                            update_fields=update_fields)
     pks = list(unchanged)
-    for i in range(0, len(pks), 5000):
-        model._default_manager.filter(pk__in=pks[i:i + 5000]).update(**{seen_field: seen_at})
+    if not pks:
+        return
+    if connection.vendor != "postgresql":
+        for i in range(0, len(pks), 500):
+            model._default_manager.filter(pk__in=pks[i:i + 500]).update(**{seen_field: seen_at})
+        return
+    # One array parameter (`= ANY(%s)`): Django's `pk__in` prepares one parameter per key, 0.1-0.4 s for the 3,860
+    # pods of a 10,000-GPU cluster (bench/collect.py --profile).
+    quote = connection.ops.quote_name
+    columns = {f.name: f.column for f in model._meta.concrete_fields}
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {quote(model._meta.db_table)} SET {quote(columns[seen_field])} = %s "
+                       f"WHERE {quote(model._meta.pk.column)} = ANY(%s)", [seen_at, pks])

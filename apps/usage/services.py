@@ -364,7 +364,11 @@ def record_pod_observations(cluster: Cluster, snap: ClusterSnapshot) -> None:
         log.info("cluster %s: %d DRA/HAMi objects not counted as written: %s", cluster.name, len(hand.warnings),
                  "; ".join(hand.warnings[:20]), extra={"cluster": cluster.name})
     # Pods not gone, plus any of this snapshot's pods seen before (a pod can come back after a blip).
-    known = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster).filter(Q(gone=False) | Q(uid__in=uids))}
+    # (Those seen before are asked by uid apart: in a steady state only the few new pods, not a parameter per pod.)
+    known = {o.uid: o for o in PodObservation.objects.filter(cluster=cluster, gone=False)}
+    missing = [uid for uid in uids if uid not in known]
+    if missing:
+        known.update((o.uid, o) for o in PodObservation.objects.filter(cluster=cluster, uid__in=missing))
     compared = [f for f in OBSERVATION_FIELDS if f != "last_seen"]
     to_write, unchanged = [], []
     for pod in snap.pods:
