@@ -100,13 +100,14 @@ class Phases:
 
 
 def ledger_rows(cluster, hour: datetime) -> dict[str, list[tuple]]:
-    """The hour's pod-hour, node-hour and finding-hour rows of the cluster (without ids), to compare two
-    collections."""
+    """The hour's pod-hour, node-hour, finding-hour and pod framebuffer rows of the cluster (without ids), to compare
+    two collections."""
     from apps.findings.models import FindingHour
+    from apps.savings.models import PodMemoryHour
     from apps.usage.models import NodeHour, PodHour
 
     out = {}
-    for model in (PodHour, NodeHour, FindingHour):
+    for model in (PodHour, NodeHour, FindingHour, PodMemoryHour):
         fields = [f.attname for f in model._meta.fields if f.attname not in ("id", "created_at")]
         out[model.__name__] = sorted(model.objects.filter(cluster=cluster, hour=hour).values_list(*fields), key=repr)
     return out
@@ -538,8 +539,9 @@ def main() -> None:
             print(f"      {seconds:6.2f} {series:>6}  {phase:<14} {promql[:120]}")
     if len(modes) == 2:
         same = ledgers[modes[0]] == ledgers[modes[1]]
-        print(f"  ledger rows (pod-hour, node-hour, finding-hour) identical with and without recording rules: "
-              f"{'yes' if same else 'NO'} ({', '.join(f'{k} {len(v)}' for k, v in ledgers[modes[0]].items())})")
+        counts = ", ".join(f"{k} {len(v)}" for k, v in ledgers[modes[0]].items())
+        print(f"  ledger rows (pod-hour, node-hour, finding-hour, pod framebuffer) identical with and without "
+              f"recording rules: {'yes' if same else 'NO'} ({counts})")
     if args.profile:
         print(f"  cProfile of the last steady-state round(s) in {args.profile}")
     f_wall = phases.wall.get("findings", 0.0)

@@ -11,6 +11,7 @@ from apps.findings.models import FindingHour
 from apps.ingest.collectors.prometheus import RECORDED_SIGNALS, PrometheusSource
 from apps.ingest.services import collect_cluster
 from apps.inventory.models import Cluster
+from apps.savings.models import PodMemoryHour
 from apps.usage.models import NodeHour, PodHour
 from tests.ingest.conftest import make_cluster
 
@@ -18,9 +19,10 @@ pytestmark = pytest.mark.django_db
 
 
 def rows(cluster: Cluster) -> dict[str, list[tuple]]:
-    """Every pod-hour, node-hour and finding row of the cluster, without ids and the cluster."""
+    """Every pod-hour, node-hour, finding and pod framebuffer (savings) row of the cluster, without ids and the
+    cluster."""
     out = {}
-    for model in (PodHour, NodeHour, FindingHour):
+    for model in (PodHour, NodeHour, FindingHour, PodMemoryHour):
         fields = [f.attname for f in model._meta.fields if f.attname not in ("id", "cluster_id")]
         out[model.__name__] = sorted(model.objects.filter(cluster=cluster).values_list(*fields), key=repr)
     return out
@@ -38,7 +40,7 @@ def test_the_ledger_and_findings_are_the_same_with_and_without_the_recorded_seri
         collected[on] = (cluster, report)
     (with_rules, with_report), (raw, raw_report) = collected[True], collected[False]
     got, expected = rows(with_rules), rows(raw)
-    assert expected["PodHour"] and expected["NodeHour"] and expected["FindingHour"]
+    assert all(expected.values())
     for table in expected:
         assert got[table] == expected[table], table
     # The recorded series were read: one round of three queries per bucket instead of the four signals' and the

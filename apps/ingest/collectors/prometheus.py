@@ -139,17 +139,19 @@ def _regex(values: Collection[str]) -> str:
 
 
 def _max_by(by: str, answer: Iterable[dict]) -> list[dict]:
-    """PromQL's `max by (by) (…)` over an answer's samples: one sample per distinct value of the `by` labels."""
+    """PromQL's `max by (by) (…)` over an answer's samples: per distinct value of the `by` labels, the sample with the
+    highest value (its other labels kept: readers look only at `by`)."""
     keys = [k.strip() for k in by.split(",")]
-    top: dict[tuple, dict] = {}
+    top: dict[tuple, tuple[float, dict]] = {}
     for r in answer:
         v = _value(r)
         if v is None:
             continue
-        key = tuple(r["metric"].get(k, "") for k in keys)
-        if key not in top or v > top[key]["v"]:
-            top[key] = {"metric": {k: x for k, x in zip(keys, key, strict=True) if x}, "value": [0, str(v)], "v": v}
-    return list(top.values())
+        m = r["metric"]
+        key = tuple(m.get(k, "") for k in keys)
+        if key not in top or v > top[key][0]:
+            top[key] = (v, r)
+    return [r for _v, r in top.values()]
 
 
 class _FindingQueries:
