@@ -10,11 +10,9 @@ UTC) from the days before, as `check_budgets` would. It prints, per horizon (day
 percentage error, the bias, the share of actual week totals inside the printed range, and the naive forecast's
 error (spent so far / days elapsed x 7, OCI's rule) for comparison; then every case outside its range.
 
-`--no-dra` builds the demo without its DRA node group and HAMi node (`mixed.add_to_demo`): that add-on starts its
-jobs in the scenario's last two days whatever its length (a showcase for the 1-day demo), a step in research's
-and serving's spend with no precedent in the history, which no forecast built from the history can range.
-`tests/budgets/test_forecast_backtest.py` runs `backtest` on the demo without it and asserts every case is inside
-its printed range.
+`--no-dra` builds the demo without its DRA node group and HAMi node (`mixed.add_to_demo`, which runs through the
+whole scenario: services from the start, jobs on a weekly rhythm). `tests/budgets/test_forecast_backtest.py` runs
+`backtest` on the default demo (the add-on included) and asserts every case is inside its printed range.
 """
 
 from __future__ import annotations

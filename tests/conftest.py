@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from tests.harness import cache
+from tests.harness import cache, cpu_report
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
 from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
@@ -28,6 +28,10 @@ from tests.harness.worker import CeleryWorker, database_url_from_settings
 # load 15: a FlakyFailure and a too_slow health check).
 hypothesis_settings.register_profile("gpufinops", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile("gpufinops")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    cpu_report.register(config)  # GPUFINOPS_TEST_CPU_REPORT=FILE: each test's CPU seconds (tests/harness/cpu_report.py)
 
 # ---- Database ----
 

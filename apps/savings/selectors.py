@@ -4,7 +4,8 @@ workload, an action, the evidence it rests on and the assumptions behind its fig
 Nothing here recomputes idle time or cost: stop-idle items add up the listed idle findings' hours (their
 charge), return-quota items the borrowed-while-idle findings' hours, and right-size items the ledger's pod-hours
 (`PodHour`: activity under the default signal, charge) with the framebuffer the collection kept beside them
-(`PodMemoryHour`). Visibility is `visible_teams` (`apps.accounts.selectors.visible_team_names`; None = every
+(`PodMemoryHour`); a move to a cheaper model adds the price card and the cluster's node groups (is the model in
+the fleet). Visibility is `visible_teams` (`apps.accounts.selectors.visible_team_names`; None = every
 team), as for the findings: a team member sees items of their teams only.
 """
 
@@ -13,9 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Q
@@ -23,12 +24,28 @@ from django.db.models import Q
 from apps.findings.constants import IDLE_KINDS, Kind
 from apps.findings.models import FindingHour
 from apps.findings.selectors import finding_list, min_hours, visible_q
+from apps.inventory.gpus.vocabulary import WHOLE
+from apps.inventory.models import Cluster
+from apps.inventory.selectors import gpu_nodes, price_for
 from apps.usage import money
 from apps.usage.activity import default_signal
 from apps.usage.models import PodHour
 
 from .models import PodMemoryHour
-from .rules import DAYS_PER_MONTH, HEADROOM, RIGHT_SIZE_MIN_HOURS, Action, Load, per_month, right_size
+from .rules import (
+    DAYS_PER_MONTH,
+    HEADROOM,
+    RIGHT_SIZE_MIN_HOURS,
+    WHOLE_GPU,
+    Action,
+    Load,
+    ModelMove,
+    Offer,
+    RightSize,
+    cheaper_model,
+    per_month,
+    right_size,
+)
 
 HOUR = timedelta(hours=1)
 RIGHT_SIZE_MODES = ("device_plugin", "mig")
@@ -96,6 +113,12 @@ class SavingsList:
 
 def _usd(value: Decimal) -> str:
     return f"${value.quantize(Decimal('0.01')):,}"
+
+
+def _rate(value: Decimal) -> str:
+    """A price per GPU-hour: in cents unless the price card has finer (`$0.80`, `$2.1875`)."""
+    cents = value.quantize(Decimal("0.01"))
+    return f"${cents}" if cents == value else f"${value.normalize():f}"
 
 
 def _scaling(period_hours: float) -> str:
@@ -204,15 +227,88 @@ def return_quota_items(*, visible_teams: set[str] | None, start: datetime, end: 
     return out
 
 
+def _offers(*, visible_teams: set[str] | None, cluster: str, day: date) -> tuple[dict[str, Decimal], list[Offer]]:
+    """The cluster's GPU models with their price in force on `day` (None: unpriced), and the offers: each priced
+    model with the node groups of ready, schedulable nodes handing out whole GPUs (`sharing` none)."""
+    groups: dict[str, set[str]] = defaultdict(set)
+    nodes: dict[str, Cluster] = {}
+    for node in gpu_nodes(visible_teams=visible_teams, clusters={cluster}).exclude(gpu_model=""):
+        nodes.setdefault(node.gpu_model, node.cluster)
+        if node.sharing == WHOLE and node.ready and not node.unschedulable:
+            groups[node.gpu_model].add(node.node_group.name)
+    prices = {m: p for m, c in nodes.items() if (p := price_for(c, m, day)) is not None}
+    return prices, [Offer(m, prices[m], tuple(sorted(groups[m]))) for m in sorted(prices) if groups[m]]
+
+
+def _mig_saving(fit: RightSize, charge: Decimal) -> Decimal:
+    return (charge * fit.saved_share).quantize(money.MICRO)
+
+
+def _move_saving(move: ModelMove, charge: Decimal, gpu_hours: float) -> Decimal:
+    """The ledger's charge of the hours less the same GPU-hours at the target's price ((price M - price C) x
+    GPU-hours while M's price held)."""
+    return (charge - move.target_price * Decimal(repr(round(gpu_hours, 6)))).quantize(money.MICRO)
+
+
+class _Option(NamedTuple):
+    """One way to right-size a workload: its dollars in the period, what the item says, and its words as the
+    alternative of another."""
+
+    dollars: Decimal
+    action: str
+    summary: str
+    evidence: tuple[Evidence, ...]
+    assumption: str
+    words: str
+
+
+def _move_option(move: ModelMove | None, dollars: Decimal | None, workload: str, model: str, cluster: str,
+                 peak_act: float, peak_fb: float, signal: str, peaks: str, end: datetime) -> _Option | None:
+    if move is None or dollars is None:
+        return None
+    groups = ", ".join(move.node_groups)
+    return _Option(dollars, Action.CHEAPER_MODEL, f"Move {workload} from a whole {model} to a whole {move.model}", (
+        Evidence("peak activity", f"{peak_act:.1%} of the GPU ({signal}, {peaks}) x {move.current.dense_tflops:g} "
+                                  f"TFLOPS ({move.current.family}) + headroom = "
+                                  f"{move.compute_needed_tflops:,.1f} TFLOPS"),
+        Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
+                                     f"{move.memory_needed_mib:,.0f} MiB"),
+        Evidence("target", f"{move.model} ({move.target.family}): {move.target.dense_tflops:g} TFLOPS, "
+                           f"{move.target.framebuffer_mib:,} MiB"),
+        Evidence("placeable on", f"node group(s) {groups} of {cluster} (whole {move.model} GPUs)"),
+        Evidence("prices", f"{model} {_rate(move.current_price)}/GPU-hour, {move.model} "
+                           f"{_rate(move.target_price)}/GPU-hour (price card, {(end - HOUR).date()})"),
+    ), "Compute compared as dense FP16/BF16 Tensor Core TFLOPS (NVIDIA's datasheets): the load is assumed to scale "
+       "with it; benchmark the workload on the target before moving. Saves the charge less the same GPU-hours at "
+       f"{move.model}'s price ((price of {model} - price of {move.model}) x GPU-hours); the freed {model} finds "
+       "another tenant.", f"a whole {move.model} (node group(s) {groups})")
+
+
+def _mig_option(fit: RightSize | None, dollars: Decimal | None, workload: str, model: str, peak_act: float,
+                peak_fb: float, signal: str, peaks: str) -> _Option | None:
+    if fit is None or dollars is None:
+        return None
+    summary = f"Move {workload} from {fit.current} of {model} to MIG {fit.target.name}"
+    return _Option(dollars, Action.RIGHT_SIZE, summary, (
+        Evidence("peak activity", f"{peak_act:.1%} of what it holds ({signal}, {peaks}) = {fit.slices_needed} of "
+                                  f"{fit.current_slices} slices with headroom"),
+        Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
+                                     f"{fit.memory_needed_mib:,.0f} MiB"),
+        Evidence("target", f"{fit.target.name}: {fit.target.slices} slices, {fit.target.memory_mib:,.0f} MiB usable"),
+    ), f"Saves {fit.saved_share:.1%} of the charge: a MIG instance is charged its slices' share of the GPU (the price "
+       "card's rule), and the freed slices find another tenant.", f"MIG {fit.target.name} of the same {model}")
+
+
 def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: datetime, teams: list[str],
                      clusters: list[str], skip: set[tuple[str, str, str]]) -> list[Saving]:
     """One item per workload on one whole GPU or one MIG instance whose peak hourly activity and framebuffer fit a
-    smaller MIG profile of its model (`rules.right_size`); `skip` (cluster, namespace, workload): workloads that
-    already have a stop item."""
+    smaller MIG profile of its model (`rules.right_size`) or, on one whole GPU, a cheaper model of the price card in
+    the fleet (`rules.cheaper_model`): the one that saves more, the other shown as an alternative; `skip` (cluster,
+    namespace, workload): workloads that already have a stop item."""
     signal = default_signal()
     # Only rows of one unit can be right-sized (`mig.unit_slices`): the database leaves out the rest.
-    one_unit = Q(resources="nvidia.com/gpu=1") | (Q(resources__startswith="nvidia.com/mig-")
-                                                  & Q(resources__endswith="=1") & ~Q(resources__contains=","))
+    one_unit = Q(resources=WHOLE_GPU) | (Q(resources__startswith="nvidia.com/mig-")
+                                         & Q(resources__endswith="=1") & ~Q(resources__contains=","))
     rows = PodHour.objects.filter(one_unit, hour__gte=start, hour__lt=end, allocation_mode__in=RIGHT_SIZE_MODES)
     if visible_teams is not None:
         rows = rows.filter(team__in=sorted(visible_teams))
@@ -233,6 +329,7 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
         groups[(v["cluster__name"], v["team"], v["namespace"], _workload(v["workload"], v["pod"]), v["gpu_model"],
                 v["resources"])].append(v)
     period_hours = (end - start).total_seconds() / 3600
+    offers: dict[str, tuple[dict[str, Decimal], list[Offer]]] = {}
     out = []
     for (cluster, team, namespace, workload, model, resources), group in sorted(groups.items()):
         if (cluster, namespace, workload) in skip:
@@ -246,32 +343,42 @@ def right_size_items(*, visible_teams: set[str] | None, start: datetime, end: da
             measured += 1
             peak_act = max(peak_act, g[f"working_{signal}"] / measured_hours)
             peak_fb = max(peak_fb, fb)
-        fit = right_size(Load(model, resources, min(g["gpus"] for g in group), peak_act, peak_fb, measured))
-        if fit is None:
+        load = Load(model, resources, min(g["gpus"] for g in group), peak_act, peak_fb, measured)
+        fit = right_size(load)
+        move = None
+        if load.resources == WHOLE_GPU and measured >= RIGHT_SIZE_MIN_HOURS:
+            if cluster not in offers:
+                offers[cluster] = _offers(visible_teams=visible_teams, cluster=cluster, day=(end - HOUR).date())
+            prices, cluster_offers = offers[cluster]
+            move = cheaper_model(load, prices.get(model), cluster_offers)
+        if fit is None and move is None:
             continue
         charge = sum((money.to_decimal(g["cost"]) for g in group), money.ZERO)
-        cost = (charge * fit.saved_share).quantize(money.MICRO)
+        gpu_hours = sum(g["allocated_gpu_hours"] for g in group)
         pods = sorted({g["pod"] for g in group})
+        mig_cost = _mig_saving(fit, charge) if fit is not None else None
+        move_cost = _move_saving(move, charge, gpu_hours) if move is not None else None
+        peaks = f"largest hourly average of {measured} measured pod-hours"
+        options = [o for o in (_move_option(move, move_cost, workload, model, cluster, peak_act, peak_fb, signal,
+                                            peaks, end),
+                               _mig_option(fit, mig_cost, workload, model, peak_act, peak_fb, signal, peaks))
+                   if o is not None]
+        # The one that saves more (a MIG profile on a tie); the other beside it.
+        best, *others = sorted(options, key=lambda o: (-o.dollars, o.action != Action.RIGHT_SIZE))
         out.append(Saving(
-            cluster=cluster, team=team, namespace=namespace, workload=workload, action=Action.RIGHT_SIZE,
-            summary=f"Move {workload} from {fit.current} of {model} to MIG {fit.target.name}",
-            period_cost=cost, monthly=per_month(cost, period_hours),
+            cluster=cluster, team=team, namespace=namespace, workload=workload, action=best.action,
+            summary=best.summary, period_cost=best.dollars, monthly=per_month(best.dollars, period_hours),
             evidence=(
-                Evidence("held", f"{fit.current} ({resources}) per pod, {len(pods)} pod(s)"),
-                Evidence("peak activity", f"{peak_act:.1%} of what it holds ({signal}, largest hourly average of "
-                                          f"{measured} measured pod-hours) = {fit.slices_needed} of "
-                                          f"{fit.current_slices} slices with headroom"),
-                Evidence("peak framebuffer", f"{peak_fb:,.0f} MiB (largest hourly average) + headroom = "
-                                             f"{fit.memory_needed_mib:,.0f} MiB"),
-                Evidence("target", f"{fit.target.name}: {fit.target.slices} slices, "
-                                   f"{fit.target.memory_mib:,.0f} MiB usable"),
+                Evidence("held", f"{'whole GPU' if fit is None else fit.current} of {model} ({resources}) per pod, "
+                                 f"{len(pods)} pod(s), {gpu_hours:,.2f} GPU-hours"),
+                *best.evidence,
                 Evidence("charge in the period", _usd(charge)),
+                *(Evidence("alternative", f"{o.words}: {_usd(o.dollars)} in the period (saves less)") for o in others),
             ),
             assumptions=(
                 f"Headroom {HEADROOM:.0%} over the peaks; peaks are hourly averages (a shorter burst is not seen); at "
                 f"least {RIGHT_SIZE_MIN_HOURS} measured hours.",
-                f"Saves {fit.saved_share:.1%} of the charge: a MIG instance is charged its slices' share of the GPU "
-                "(the price card's rule), and the freed slices find another tenant.",
+                best.assumption,
                 _scaling(period_hours),
             ),
         ))

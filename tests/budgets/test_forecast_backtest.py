@@ -23,10 +23,13 @@ def _bench():
 
 @pytest.mark.slow
 def test_every_backtested_week_ends_inside_its_printed_range():
-    """The demo without its DRA add-on (which starts new jobs in the scenario's last two days whatever its length: a
-    step with no precedent, see bench/README.md), seed 0: 5 teams x 5 weeks x 6 days left = 150 forecasts."""
+    """The default demo, its DRA node group and HAMi node included (their jobs keep a weekly rhythm, bench/README.md),
+    seed 0: 5 teams x 5 weeks x 6 days left = 150 forecasts."""
     bench = _bench()
-    start, daily = bench.daily_spend("demo", 0, DAYS, with_dra=False)
+    start, daily = bench.daily_spend("demo", 0, DAYS)
+    from devtools.simulator.scenarios import DEMO_WITH_DRA
+
+    assert DEMO_WITH_DRA  # the default demo: with the add-on
     cases = bench.backtest(start, DAYS, daily)
     assert len(cases) == 150 and {c.days_left for c in cases} == {1, 2, 3, 4, 5, 6}
     outside = [(c.team, f"{c.week:%Y-%m-%d}", c.days_left, c.actual, c.low, c.high) for c in cases if not c.inside]

@@ -68,6 +68,31 @@ def test_the_demo_switch_appends_a_dra_node_group_and_a_hami_node(demo):
         build_scenario("tiny", end=END, with_dra=True)
 
 
+def test_the_demo_switch_runs_through_the_whole_scenario_on_a_weekly_rhythm():
+    """A longer demo has no step at its end (bench/forecast.py): the add-on's services and tenants run from the
+    start, its jobs come back every week, so each of its whole weeks holds the same GPU-hours per team; its last two
+    days are the short demos' (their cases, one copy each)."""
+    days = 15
+    sc = build_scenario("demo", seed=0, end=END, days=days, with_dra=True)
+    added = {n.name for n in sc.nodes if n.kind in ("dra", "hami")}
+    weeks = []
+    for k in (2, 1):
+        start = END - timedelta(days=7 * k)
+        led = expected_ledger(sc, start, start + timedelta(days=7))
+        per_team: dict[str, float] = {}
+        for r in led.rows:
+            if r["node"] in added:
+                per_team[r["team"]] = per_team.get(r["team"], 0.0) + r["allocated"]
+        weeks.append(per_team)
+    assert set(weeks[0]) >= {"research", "serving", "data"} and weeks[0]["research"] > 500
+    assert weeks[1] == pytest.approx(weeks[0])  # the same week twice: no step
+    names = [p.name for p in sc.pods]
+    assert "eval-dra-0" in names and "eval-dra-w1-0" in names and "eval-dra-w2-0" in names
+    short = build_scenario("demo", seed=0, end=END, days=2, with_dra=True)
+    assert not [p.name for p in short.pods if "-w1" in p.name]  # one week's cases only
+    assert {c.name for c in short.claims if c.name.startswith("warm-spare")} == {"warm-spare"}
+
+
 def test_the_dra_builders_refuse_what_no_cluster_does():
     from devtools.simulator import dra
     from devtools.simulator.model import Scenario

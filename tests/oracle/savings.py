@@ -8,7 +8,12 @@
   activity (share of the unit) x unit slices / 7 x (1 + headroom), rounded up to slices, and its peak hourly
   framebuffer (the time-average of ``fb_used`` over the held part of each hour) x (1 + headroom), against the
   NVIDIA profile table (nominal GB x 1024 x 0.95 usable); the smallest profile fitting both, when it has fewer
-  slices than the unit; dollars = the workload's charge in the window x (1 - target slices / unit slices).
+  slices than the unit; dollars = the workload's charge in the window x (1 - target slices / unit slices);
+* cheaper_model: such a workload on one whole GPU (device plugin) whose peak activity x its model's dense FP16/BF16
+  TFLOPS x (1 + headroom) and peak framebuffer x (1 + headroom) fit a model priced lower that a plain whole-GPU
+  node of the scenario has (NVIDIA's datasheet figures, below); the cheapest such model; dollars = (price of the
+  model - price of the target) x the workload's allocated GPU-hours in the window. When both fit, the one with more
+  dollars is the action.
 Per month = dollars x 720 / window hours.
 """
 
@@ -28,6 +33,23 @@ RIGHT_SIZE_MIN_HOURS = 12
 # NVIDIA's MIG profiles (GPU Operator state-mig-manager; MIG user guide): name -> (slices, nominal GB)
 PROFILES_80GB = {"1g.10gb": (1, 10), "1g.20gb": (1, 20), "2g.20gb": (2, 20), "3g.40gb": (3, 40), "4g.40gb": (4, 40),
                  "7g.80gb": (7, 80)}
+
+
+# One whole GPU of the demo's models: (dense FP16/BF16 Tensor Core TFLOPS, framebuffer MiB), from NVIDIA's datasheets
+# (H100 SXM 1,979 with sparsity, A100 624, L4 242: half of each) and what nvidia-smi reports.
+CAPABILITY = {"NVIDIA-H100-80GB-HBM3": (989.0, 81559), "NVIDIA-A100-SXM4-80GB": (312.0, 81920),
+              "NVIDIA-L4": (121.0, 23034), "NVIDIA-L40S": (362.0, 46068)}
+
+
+def _cheaper_model(sc: Scenario, model: str, peak_act: float, peak_fb: float, prices: dict) -> str | None:
+    """The cheapest model priced below `model` that a plain whole-GPU node of the scenario has and whose GPU holds
+    the peaks plus headroom."""
+    tflops = CAPABILITY[model][0]
+    fleet = {gpu_model(n) for n in sc.nodes if n.kind == "whole" and n.unschedulable_from is None}
+    fits = [(prices[m], -CAPABILITY[m][0], m) for m in fleet
+            if m in prices and m in CAPABILITY and prices[m] < prices[model]
+            and peak_act * tflops * (1 + HEADROOM) <= CAPABILITY[m][0] and peak_fb * (1 + HEADROOM) <= CAPABILITY[m][1]]
+    return min(fits)[2] if fits else None
 
 
 def _profiles(model: str) -> dict:
@@ -64,7 +86,8 @@ def expected_savings(sc: Scenario, start: datetime, end: datetime, prices: dict)
         model = gpu_model(nodes[rows[0]["node"]])
         table = _profiles(model)
         ent = sc.entities[rows[0]["units"][0]["entity"]]
-        if not table or rows[0]["allocation_mode"] not in ("device_plugin", "mig") or ent.replicas:
+        whole = ent.profile is None and rows[0]["allocation_mode"] == "device_plugin" and model in CAPABILITY
+        if not (table or whole) or rows[0]["allocation_mode"] not in ("device_plugin", "mig") or ent.replicas:
             continue
         current = int(ent.profile.split("g.")[0]) if ent.profile else 7
         peak_act = peak_fb = 0.0
@@ -80,13 +103,21 @@ def expected_savings(sc: Scenario, start: datetime, end: datetime, prices: dict)
             peak_act, peak_fb = max(peak_act, u["activity"]), max(peak_fb, fb)
         if measured < RIGHT_SIZE_MIN_HOURS:
             continue
+        allocated = sum(r["allocated"] for r in rows)
+        candidates = []
         slices = max(1, math.ceil(round(peak_act * current / 7 * (1 + HEADROOM) * 7, 9)))
         memory = peak_fb * (1 + HEADROOM)
         fits = [(s, gb, name) for name, (s, gb) in table.items() if s >= slices and gb * 1024 * 0.95 >= memory]
-        if not fits or min(fits)[0] >= current:
-            continue
-        target_slices, _gb, target = min(fits)
-        charge = sum(r["allocated"] for r in rows) * float(prices[model])
-        out[key] = {"action": "right_size", "target": target, "team": rows[0]["team"],
-                    "dollars": charge * (1 - target_slices / current)}
+        if fits and min(fits)[0] < current:
+            target_slices, _gb, target = min(fits)
+            candidates.append({"action": "right_size", "target": target, "team": rows[0]["team"],
+                               "dollars": allocated * float(prices[model]) * (1 - target_slices / current)})
+        to = _cheaper_model(sc, model, peak_act, peak_fb, prices) if whole else None
+        if to is not None:
+            candidates.append({"action": "cheaper_model", "target": to, "team": rows[0]["team"],
+                               "dollars": allocated * float(prices[model] - prices[to])})
+        if candidates:
+            best = max(candidates, key=lambda c: c["dollars"])
+            others = [c for c in candidates if c is not best]
+            out[key] = {**best, "alternative": others[0] if others else None}
     return out

@@ -1,6 +1,7 @@
 """Savings on the demo, collected through the real protocols (the simulator's Kubernetes API, a real Prometheus
 backfilled with its history), equal the oracle's (`tests.oracle.savings`): the workloads the simulator leaves idle
-get a stop item and the over-provisioned ones a right-size item with the right target and dollars; no steady,
+get a stop item and the over-provisioned ones a right-size item (a smaller MIG profile) or a move to a cheaper GPU model
+with the right target and dollars; no steady,
 well-used workload gets any item; a team lead sees only their teams' items, on the selector, the API and the page."""
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ def test_idle_and_over_provisioned_workloads_get_the_oracles_action_and_dollars(
     expected = expected_savings(sim_world.scenario, sim_world.start, sim_world.end, PRICES)
     found = savings_list(visible_teams=None, start=sim_world.start, end=sim_world.end)
     items = {(s.namespace, s.workload): s for s in found.items if s.action != Action.RETURN_QUOTA}
-    # The scenario's cases are there: idle notebooks, and the light inference service on a 3g.40gb instance.
+    # The scenario's cases are there: idle notebooks, the light inference service on a 3g.40gb instance, and the
+    # light OCR service on a whole A100 that a whole L4 holds (a MIG 3g.40gb too, which saves less).
     assert expected[("llm-serving", "Deployment/whisper")]["action"] == "right_size"
+    ocr = expected[("llm-serving", "Deployment/ocr")]
+    assert (ocr["action"], ocr["target"], ocr["alternative"]["target"]) == ("cheaper_model", "NVIDIA-L4", "3g.40gb")
+    assert ocr["dollars"] > ocr["alternative"]["dollars"] > 0
     assert any(e["action"] == "stop_idle" for e in expected.values())
     assert sorted(items) == sorted(expected)  # every saving, and none on steady, well-used work
     assert not STEADY & set(items)
@@ -49,6 +54,13 @@ def test_idle_and_over_provisioned_workloads_get_the_oracles_action_and_dollars(
         assert float(s.monthly) == pytest.approx(e["dollars"] * 720 / hours, abs=0.2), key
         if e["action"] == "right_size":
             assert f"to MIG {e['target']}" in s.summary, (key, s.summary)
+        if e["action"] == "cheaper_model":
+            assert s.summary.endswith(f"to a whole {e['target']}"), (key, s.summary)
+            evidence = {x.label: x.value for x in s.evidence}
+            assert "NVIDIA-L4" in evidence["placeable on"] and "$0.80/GPU-hour" in evidence["prices"], evidence
+        if e.get("alternative"):  # the other fit, beside the figure
+            alt = next(x.value for x in s.evidence if x.label == "alternative")
+            assert e["alternative"]["target"] in alt and f"${e['alternative']['dollars']:,.2f}" in alt, alt
         assert s.evidence and s.assumptions, key
     assert [s.rank for s in found.items] == list(range(1, len(found.items) + 1))
     assert [s.monthly for s in found.items] == sorted((s.monthly for s in found.items), reverse=True)
@@ -76,11 +88,15 @@ def test_a_team_lead_sees_only_their_teams_items(sim_world, collected, client): 
     assert all(isinstance(r["monthly"], str) for r in rows)  # money as decimal strings
     other = client.get("/api/v1/savings/", {**window, "team": "research"})
     assert other.status_code == 400 and "team" in other.json()["errors"]
+    (move,) = [r for r in rows if r["workload"] == "Deployment/ocr"]  # the new action, with its evidence
+    assert move["action"] == "cheaper_model" and "NVIDIA-L4" in move["evidence"]["placeable on"]
+    assert "3g.40gb" in move["evidence"]["alternative"] and move["assumptions"]
     csv = client.get("/api/v1/savings/", {**window, "format": "csv"})
     assert csv.status_code == 200 and csv["Content-Type"].startswith("text/csv")
     assert csv.content.decode().count("\n") == len(rows) + 1
+    assert "cheaper_model" in csv.content.decode() and "placeable on" in csv.content.decode()
     page = client.get("/savings/", window)
     assert page.status_code == 200
     html = page.content.decode()
-    assert "Deployment/whisper" in html
+    assert "Deployment/whisper" in html and "Move to a cheaper GPU model" in html
     assert not any(s.workload in html for s in everything.items if s.team != "serving" and s.workload)

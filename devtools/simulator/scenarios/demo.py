@@ -498,5 +498,14 @@ SPEC = {
             "labels": {"app": "jupyter", "hub.jupyter.org/username": "hana",
                        "statefulset.kubernetes.io/pod-name": "jupyter-hana-0"},
         },
+        # Over-provisioned onto an expensive model: a light OCR service on a whole A100 80GB of a100-mig-0 (GPU 7, free
+        # otherwise) whose peaks (about 25 % busy, about 17-19 GiB) fit a whole L4 of l4-0's group, which the price card
+        # prices lower; a MIG 3g.40gb of the same A100 would fit too but saves less (the savings' cheaper model).
+        {
+            "kind": "pod", "namespace": "llm-serving", "name": "ocr-{rs:ocr}-{h5:ocr}", "node": "a100-mig-0",
+            "start": "T0-1d", "gpus": {"nvidia.com/gpu": 1}, "units": {"whole": [7]}, "act": "infer_light",
+            "owner": ["ReplicaSet", "ocr-{rs:ocr}", "Deployment", "ocr"], "container": "server", "image": IMG_TRITON,
+            "labels": {"app": "ocr"}, "cpu": "8", "memory": "32Gi",
+        },
     ],
 }

@@ -218,12 +218,23 @@ def _hami(sc: Scenario, ago) -> None:
 
 
 # ------------------------------------------------------------------------------ the demo's switch
+WEEK_HOURS = 7 * 24
+
+
 def add_to_demo(sc: Scenario) -> None:
     """What ``build_scenario("demo", with_dra=True)`` appends to the demo (after everything else, so the demo's
     own pods keep their positions and so their activity): the node group `h100-dra` (2 nodes x 4 H100 through
     NVIDIA's DRA driver, served as `resource.k8s.io/v1` with DRA attribution) and the HAMi node `l4-hami-0`
     (2 L4, no GFD labels, so no device-plugin L4 selector matches it), with a template-claim training run, a
-    one-GPU Deployment, a claim shared by `serving` and `research`, an idle claim and three HAMi tenants."""
+    one-GPU Deployment, a claim shared by `serving` and `research`, an idle claim and three HAMi tenants.
+
+    It runs like the demo's own work through the whole scenario, so a longer demo has no step in its last days (the
+    forecast's backtest, bench/forecast.py): the services, the shared claim's serving consumer and the HAMi tenants
+    run from before the scenario's start; the jobs keep a weekly rhythm counted back from the end. Each week: the
+    template-claim training run `pretrain-dra-0` (14 h), then `pretrain-dra-1` until 4 h before the next week's
+    first run, `research`'s 6.5 h on the shared claim and the idle claim `warm-spare` (its 7 h job, then 9 h held
+    with no consumer). The last week's are the ones the short demos show (their last two days); earlier weeks' copies
+    carry a `-w<k>` suffix (k weeks earlier) and are appended after everything else."""
     T0, T1 = sc.t0, sc.t1
 
     def at(base: float, hours: float) -> float:
@@ -236,36 +247,62 @@ def add_to_demo(sc: Scenario) -> None:
     x4 = add_template(sc, "ml-training", "h100-x4", [Request("gpus", GPU_CLASS, count=4)])
     x1 = add_template(sc, "llm-serving", "h100-x1", [Request("gpu", GPU_CLASS)])
     gpus = [f"gpu-{g}" for g in range(4)]
-    template_pod(sc, "ml-training", f"pretrain-dra-{_h5(sc, 'pre', 0)}", x4, gpus, node="h100-dra-0",
-                 start=at(T1, -44), finish=at(T1, -30), end_phase="Succeeded", act="train",
-                 owner=("Job", "pretrain-dra-0"), labels={"job-name": "pretrain-dra-0"}, container="pytorch")
-    template_pod(sc, "ml-training", f"pretrain-dra-{_h5(sc, 'pre', 1)}", x4, gpus, node="h100-dra-0",
-                 start=at(T1, -28), act="train", owner=("Job", "pretrain-dra-1"),
-                 labels={"job-name": "pretrain-dra-1"}, container="pytorch")
+
+    def pretrain(k: int, i: int, start: float, finish: float | None) -> None:
+        job = f"pretrain-dra-{i}" + (f"-w{k}" if k else "")
+        ends = {} if finish is None else {"finish": finish, "end_phase": "Succeeded"}
+        template_pod(sc, "ml-training", f"pretrain-dra-{_h5(sc, 'pre', i, *([k] if k else []))}", x4, gpus,
+                     node="h100-dra-0", start=start, act="train", owner=("Job", job), labels={"job-name": job},
+                     container="pytorch", **ends)
+
+    def evaluation(k: int, shared: int) -> None:
+        job = "eval-dra" + (f"-w{k}" if k else "")
+        consumer_pod(sc, "llm-serving", f"{job}-0", shared, start=at(T1, -17.5 - WEEK_HOURS * k),
+                     finish=at(T1, -11 - WEEK_HOURS * k), end_phase="Succeeded", act="eval",
+                     owner=("Job", job), labels={"job-name": job, "team": "research"})
+
+    def warm_spare(k: int) -> None:
+        week = f"-w{k}" if k else ""
+        back = -WEEK_HOURS * k
+        spare = add_claim(sc, "ml-training", f"warm-spare{week}", "h100-dra-1", [Request("gpu", GPU_CLASS)],
+                          [gpus[3]], created=at(T1, -23 + back), allocated=at(T1, -22 + back),
+                          released=at(T1, -6 + back))
+        consumer_pod(sc, "ml-training", f"warmup{week}-0", spare, start=at(T1, -22 + back),
+                     finish=at(T1, -15 + back), end_phase="Succeeded", act="batch", owner=("Job", f"warmup{week}"),
+                     labels={"job-name": f"warmup{week}"}, pod_claim="spare")
+
+    pretrain(0, 0, at(T1, -44), at(T1, -30))
+    pretrain(0, 1, at(T1, -28), None)
     rs = _rs(sc, "reranker-dra")
     for i in range(2):
         template_pod(sc, "llm-serving", f"{rs}-{_h5(sc, 'rrd', i)}", x1, [gpus[i]], node="h100-dra-1",
                      start=at(T0, -24), act="infer", owner=("ReplicaSet", rs),
                      owner_parent=("Deployment", "reranker-dra"), labels={"app": "reranker-dra"})
     shared = add_claim(sc, "llm-serving", "shared-eval-gpu", "h100-dra-1", [Request("gpu", GPU_CLASS)], [gpus[2]],
-                       created=at(T1, -25), allocated=at(T1, -24), released=INF)
-    consumer_pod(sc, "llm-serving", "rag-dra-0", shared, start=at(T1, -24), act="infer",
+                       created=at(T0, -25), allocated=at(T0, -24), released=INF)
+    consumer_pod(sc, "llm-serving", "rag-dra-0", shared, start=at(T0, -24), act="infer",
                  owner=("StatefulSet", "rag-dra"))
-    consumer_pod(sc, "llm-serving", "eval-dra-0", shared, start=at(T1, -17.5), finish=at(T1, -11),
-                 end_phase="Succeeded", act="eval", owner=("Job", "eval-dra"),
-                 labels={"job-name": "eval-dra", "team": "research"})
-    spare = add_claim(sc, "ml-training", "warm-spare", "h100-dra-1", [Request("gpu", GPU_CLASS)], [gpus[3]],
-                      created=at(T1, -23), allocated=at(T1, -22), released=at(T1, -6))
-    consumer_pod(sc, "ml-training", "warmup-0", spare, start=at(T1, -22), finish=at(T1, -15),
-                 end_phase="Succeeded", act="batch", owner=("Job", "warmup"), labels={"job-name": "warmup"},
-                 pod_claim="spare")
+    evaluation(0, shared)
+    warm_spare(0)
     make_hami(sc, sc.add_node("l4-hami-0", "L4", 2, {}, instance_type="g2-standard-24", cpu="24",
                               memory="98304Mi", zone="us-central1-b"), gfd=False)
     hami_pod(sc, "llm-serving", "tts-hami-0", [0], node="l4-hami-0", start=at(T0, -12), act="infer",
              resources={"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30, "nvidia.com/gpumem": 6000},
              owner=("StatefulSet", "tts-hami"))
-    hami_pod(sc, "batch", "embed-cache-0", [0], node="l4-hami-0", start=at(T1, -26), act="batch",
+    hami_pod(sc, "batch", "embed-cache-0", [0], node="l4-hami-0", start=at(T0, -12), act="batch",
              resources={"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4096}, owner=("StatefulSet", "embed-cache"))
-    hami_pod(sc, "notebooks", "jupyter-mia-0", [1], node="l4-hami-0", start=at(T1, -20), act="notebook",
+    hami_pod(sc, "notebooks", "jupyter-mia-0", [1], node="l4-hami-0", start=at(T0, -12), act="notebook",
              resources={"nvidia.com/gpu": 1, "nvidia.com/gpucores": 50}, owner=("StatefulSet", "jupyter-mia"),
              container="notebook")
+    # Earlier weeks, newest first, while any of a week's runs ends after the scenario's start.
+    k = 1
+    while at(T1, -WEEK_HOURS * (k - 1) - 48) > T0:
+        back = -WEEK_HOURS * k
+        pretrain(k, 1, at(T1, -28 + back), at(T1, -48 + back + WEEK_HOURS))
+        if at(T1, -30 + back) > T0:
+            pretrain(k, 0, at(T1, -44 + back), at(T1, -30 + back))
+        if at(T1, -11 + back) > T0:
+            evaluation(k, shared)
+        if at(T1, -6 + back) > T0:
+            warm_spare(k)
+        k += 1
