@@ -26,6 +26,7 @@ the load average before it, the medians and their ratio.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import resource
 import statistics
@@ -73,7 +74,8 @@ class Phases:
         setattr(owner, attr, timed)
 
     def wrap_query(self, cls) -> None:
-        original = cls.query
+        """Time every query sent (`ask`: the ones a bucket asks ahead, `prefetch`, in the phase that asked them)."""
+        original = cls.ask
 
         def timed(source, promql, at):
             t0 = time.perf_counter()
@@ -85,7 +87,7 @@ class Phases:
             self.queries.append((time.perf_counter() - t0, len(result), self.current, promql))
             return result
 
-        cls.query = timed
+        cls.ask = timed
 
     def sql_wrapper(self, execute, sql, params, many, context):
         t0 = time.perf_counter()
@@ -95,6 +97,20 @@ class Phases:
             entry = self.sql[self.current]
             entry[0] += 1
             entry[1] += time.perf_counter() - t0
+
+
+def ledger_rows(cluster, hour: datetime) -> dict[str, list[tuple]]:
+    """The hour's pod-hour, node-hour, finding-hour and pod framebuffer rows of the cluster (without ids), to compare
+    two collections."""
+    from apps.findings.models import FindingHour
+    from apps.savings.models import PodMemoryHour
+    from apps.usage.models import NodeHour, PodHour
+
+    out = {}
+    for model in (PodHour, NodeHour, FindingHour, PodMemoryHour):
+        fields = [f.attname for f in model._meta.fields if f.attname not in ("id", "created_at")]
+        out[model.__name__] = sorted(model.objects.filter(cluster=cluster, hour=hour).values_list(*fields), key=repr)
+    return out
 
 
 def _copy_rate(rows: list[tuple]) -> float:
@@ -200,17 +216,18 @@ def write_path_vs_copy(cluster, hour: datetime, result, *, hours: int, rounds: i
 
 def start_fleet(args, label: str, dra_fraction: float | None, om_given: Path | None, prom_data: Path | None,
                 hour: datetime, end: datetime, tmp: Path):
-    """Export one hour of the fleet (unless `om_given`), backfill a Prometheus with it (unless `prom_data` already
-    holds it), start it, and serve the same fleet's Kubernetes API: (PrometheusServer, simulator process,
-    kubeconfig path)."""
+    """Export one hour of the fleet (unless `om_given` exists; to `om_given` when given, kept), backfill a
+    Prometheus with it (unless `prom_data` already holds it), start it, and serve the same fleet's Kubernetes API:
+    (PrometheusServer, simulator process, kubeconfig path)."""
     from tests.harness.prometheus import PrometheusServer
     from tests.harness.services import free_port, tcp_reachable
 
     om = om_given or tmp / f"{label}.om"
     # The same scenario for the export and the server: built from the same options.
     scenario = ["--scenario", "large", *(["--dra-fraction", str(dra_fraction)] if dra_fraction else []),
+                *(["--recording-rules"] if getattr(args, "recording_rules", False) else []),
                 *(["--large-nodes", str(args.large_nodes)] if args.large_nodes else [])]
-    if not om_given:
+    if not (om_given and om_given.exists()):
         t0 = time.perf_counter()
         # The simulator runs in its own processes so the peak RSS below is the collector's alone.
         subprocess.run([sys.executable, str(ROOT / "manage.py"), "simulate", "export-openmetrics", *scenario,
@@ -358,7 +375,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
     parser.add_argument("--step", type=int, default=30)
-    parser.add_argument("--om", type=Path, help="reuse this export (from --keep-export) instead of exporting again")
+    parser.add_argument("--om", type=Path, help="reuse this export (from --keep-export) instead of exporting again; "
+                        "written there (and kept) when it does not exist yet")
     parser.add_argument("--end", help="end of the bucket (ISO, whole hour): the one the --om export covers")
     parser.add_argument("--keep-export", action="store_true", help="keep the OpenMetrics file (several GB)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the write-path vs COPY measurement")
@@ -375,6 +393,15 @@ def main() -> None:
                              "of each in --rounds interleaved rounds (medians, ratio, load averages)")
     parser.add_argument("--om-dra", type=Path, help="with --compare-dra: reuse this export of the DRA fleet")
     parser.add_argument("--prom-data-dra", type=Path, help="with --compare-dra: the DRA fleet's Prometheus data dir")
+    parser.add_argument("--profile", type=Path,
+                        help="cProfile the last round of steady-state collections into this file (pstats)")
+    parser.add_argument("--steady-rounds", type=int, default=1,
+                        help="steady-state collections (per mode with --recording-rules), interleaved")
+    parser.add_argument("--recording-rules", action="store_true",
+                        help="the export also holds the series of deploy/monitoring/gpufinops-recording.yaml "
+                             "(an --om export or --prom-data must have been made with it); the steady state is "
+                             "timed reading them and not reading them")
+    parser.add_argument("--show-queries", type=int, default=8, help="slowest steady-state queries listed per mode")
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.db
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
@@ -385,6 +412,7 @@ def main() -> None:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
 
@@ -440,21 +468,43 @@ def main() -> None:
             print(f"collection not clean: failed={report.failed} degraded={report.degraded} "
                   f"not_attempted={report.not_attempted} findings_failed={report.findings_failed}")
         n_findings = FindingHour.objects.filter(cluster=cluster, hour=hour).count()
-        # The steady state: the cluster's next collection of the same hour (as every 5-minute cycle re-collects
-        # the current hour), whose snapshot updates nodes and pod observations instead of creating them.
+        # The steady state: the cluster's next collections of the same hour (as every 5-minute cycle re-collects
+        # the current hour), whose snapshot updates nodes and pod observations instead of creating them; with
+        # --recording-rules, --steady-rounds interleaved rounds with the recorded series read and not read
+        # (GPUFINOPS_PROMETHEUS_RECORDING_RULES), and the ledger rows each gave compared.
         first_wall = dict(phases.wall)
         first_prom = {k: list(v) for k, v in phases.prom.items()}
         first_queries = len(phases.queries)
-        t0 = time.perf_counter()
-        again = collect_cluster(cluster, [hour], now=end)
-        steady_seconds = time.perf_counter() - t0
-        steady = {k: phases.wall[k] - first_wall.get(k, 0.0) for k in phases.wall}
+        modes = ["with recording rules", "without"] if args.recording_rules else ["as configured"]
+        steady: dict[str, list[dict]] = defaultdict(list)
+        ledgers: dict[str, dict] = {}
+        profiler = cProfile.Profile() if args.profile else None
+        for r in range(args.steady_rounds):
+            for mode in modes if r % 2 == 0 else modes[::-1]:
+                if args.recording_rules:
+                    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = mode == modes[0]
+                wall_before, queries_before, load = dict(phases.wall), len(phases.queries), os.getloadavg()
+                if profiler and r == args.steady_rounds - 1:
+                    profiler.enable()
+                t0 = time.perf_counter()
+                again = collect_cluster(cluster, [hour], now=end)
+                seconds = time.perf_counter() - t0
+                if profiler:
+                    profiler.disable()
+                if not again.ok or again.findings_failed:
+                    print(f"steady-state collection ({mode}) not clean: failed={again.failed} "
+                          f"degraded={again.degraded} findings_failed={again.findings_failed}")
+                steady[mode].append({"seconds": seconds, "load": load, "queries": phases.queries[queries_before:],
+                                     "phases": {k: phases.wall[k] - wall_before.get(k, 0.0) for k in phases.wall}})
+                ledgers[mode] = ledger_rows(cluster, hour)
+                print(f"steady state {r + 1} {mode:<22} {seconds:6.2f} s  load before "
+                      + " ".join(f"{v:.2f}" for v in load), flush=True)
+        if profiler:
+            profiler.dump_stats(args.profile)
         # The tables below are the first collection's.
         phases.wall = defaultdict(float, first_wall)
         phases.prom = defaultdict(lambda: [0, 0.0, 0], first_prom)
         del phases.queries[first_queries:]
-        if not again.ok or again.findings_failed:
-            print(f"second collection not clean: failed={again.failed} degraded={again.degraded}")
         rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         # Write path vs raw COPY (G1), and the old ceiling for comparison with earlier figures.
@@ -475,13 +525,29 @@ def main() -> None:
         pq, ps, pn = phases.prom.get(name, [0, 0.0, 0])
         sq, ss = phases.sql.get(name, [0, 0.0])
         print(f"{name:<26}{phases.wall.get(name, 0.0):>8.2f}{pq:>8}{ps:>8.2f}{pn:>9}{sq:>8}{ss:>8.2f}")
-    print(f"steady state, the cluster's next collection of the same hour: {steady_seconds:.2f} s ("
-          + ", ".join(f"{k} {steady.get(k, 0.0):.2f} s" for k in ["k8s read", "k8s record", "ledger bucket",
-                                                                   "findings"]) + ")")
+    print(f"steady state, the cluster's next collections of the same hour ({args.steady_rounds} rounds; medians):")
+    for mode in modes:
+        runs = steady[mode]
+        med = statistics.median(x["seconds"] for x in runs)
+        ph = ", ".join(f"{k} {statistics.median(x['phases'].get(k, 0.0) for x in runs):.2f} s"
+                       for k in ["k8s read", "k8s record", "ledger bucket", "findings"])
+        qs = runs[-1]["queries"]
+        print(f"  {mode}: {med:.2f} s (rounds: " + ", ".join(f"{x['seconds']:.2f}" for x in runs) + f"); {ph}; "
+              f"{len(qs)} Prometheus queries, {sum(q[1] for q in qs)} series, {sum(q[0] for q in qs):.2f} s summed "
+              f"(last round); load before the rounds " + ", ".join(f"{x['load'][0]:.2f}" for x in runs))
+        for seconds, series, phase, promql in sorted(qs, reverse=True)[:args.show_queries]:
+            print(f"      {seconds:6.2f} {series:>6}  {phase:<14} {promql[:120]}")
+    if len(modes) == 2:
+        same = ledgers[modes[0]] == ledgers[modes[1]]
+        counts = ", ".join(f"{k} {len(v)}" for k, v in ledgers[modes[0]].items())
+        print(f"  ledger rows (pod-hour, node-hour, finding-hour, pod framebuffer) identical with and without "
+              f"recording rules: {'yes' if same else 'NO'} ({counts})")
+    if args.profile:
+        print(f"  cProfile of the last steady-state round(s) in {args.profile}")
     f_wall = phases.wall.get("findings", 0.0)
     print(f"findings: {f_wall:.2f} s of the bucket ({f_wall / bucket_seconds:.0%}), {n_findings} finding rows "
           f"for the hour; bucket without findings {bucket_seconds - f_wall:.2f} s")
-    print("Prometheus queries, slowest first (s, series, phase, PromQL):")
+    print("Prometheus queries of the first collection, slowest first (s, series, phase, PromQL):")
     for seconds, series, phase, promql in sorted(phases.queries, reverse=True)[:15]:
         print(f"  {seconds:6.2f} {series:>6}  {phase:<14} {promql[:130]}")
     print(f"Prometheus: {report.queries} queries, {report.samples} series returned, "

@@ -401,6 +401,9 @@ GPUFINOPS_PROMETHEUS_TIMEOUT = envfloat("GPUFINOPS_PROMETHEUS_TIMEOUT", 30.0)
 GPUFINOPS_KUBERNETES_TIMEOUT = envfloat("GPUFINOPS_KUBERNETES_TIMEOUT", 30.0)
 # At most this many of a bucket's independent Prometheus queries in flight at once (1: one at a time).
 GPUFINOPS_PROMETHEUS_PARALLEL = envint("GPUFINOPS_PROMETHEUS_PARALLEL", 3)
+# Read the series of deploy/monitoring/gpufinops-recording.yaml when they cover a bucket (else the raw series;
+# the same ledger either way): off to always read the raw series.
+GPUFINOPS_PROMETHEUS_RECORDING_RULES = envbool("GPUFINOPS_PROMETHEUS_RECORDING_RULES", True)
 
 # ---- Findings (apps/findings, docs/findings.md): the rules' thresholds, infra loss, telling the owners ----
 # Idle-held: an idle allocation with more than this much framebuffer in use (MiB, average over the hour).

@@ -352,13 +352,14 @@ def browser():
 SERVICE_FIXTURES = frozenset({
     "postgres_db", "test_database_url", "redis_url", "clean_redis", "celery_broker", "celery_worker_factory",
     "celery_worker_proc", "prometheus_factory", "smtp_server", "smtp_settings", "browser", "live_server",
-    "kube_world", "sim_world", "sim_world_exported", "week_world",
+    "kube_world", "sim_world", "sim_world_exported", "sim_world_recorded", "week_world",
 })
 
 
 # Fixtures whose tests take tens of seconds to minutes (a simulated history in a real Prometheus, real workers).
 LONG_FIXTURES = frozenset({
-    "sim_world", "sim_world_exported", "sim_world_no_node_name", "week_world", "prometheus_factory",
+    "sim_world", "sim_world_exported", "sim_world_recorded", "sim_world_no_node_name", "week_world",
+    "prometheus_factory",
     "celery_worker_factory", "celery_worker_proc", "demo_site", "browser",
 })
 # Package- or session-scoped worlds several modules share: their tests form one pytest-xdist group (one worker), so

@@ -47,6 +47,30 @@ DCGM_METRICS = [
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor", "Ratio of cycles the tensor (HMMA) pipe is active."),
 ]
 DCGM_FAMILIES = [m for m, _k, _h in DCGM_METRICS]
+# deploy/monitoring/gpufinops-recording.yaml, as a Prometheus evaluating it at every scrape stores it
+# (``Scenario.recording_rules``): one series per raw series of these metrics that carries a pod (either spelling),
+# named RECORDED, with the `signal` label and only the labels the rules keep; its value is the raw series' at the
+# same instant. tests/monitoring/test_recording_rules.py holds this to the rules file.
+RECORDED = "pod_gpu:gpufinops_dcgm:max"
+# The rules' heartbeat (`vector(1)`, no labels), stored beside kube-state-metrics' series (one per scrape, like them).
+RECORDED_HEARTBEAT = "gpufinops:recording_rules:heartbeat"
+RECORDED_SIGNALS = {"DCGM_FI_PROF_SM_ACTIVE": "sm_active", "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "gr_engine_active",
+                    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active", "DCGM_FI_DEV_GPU_UTIL": "gpu_util",
+                    "DCGM_FI_DEV_FB_USED": "fb_used"}
+RECORDED_BY = ("namespace", "pod", "exported_namespace", "exported_pod", "UUID", "uuid", "gpu_uuid", "GPU_I_ID",
+               "GPU_I_PROFILE", "vgpu", "dra_mig_device_uuid")
+
+
+def recorded_row(metric: str, labels: list) -> list | None:
+    """The labels of the recorded series of a stored raw series (``RECORDED``), or None when the rules record
+    none for it (another metric, or no pod: `{exported_pod!=""} or {pod!="",exported_pod=""}`)."""
+    signal = RECORDED_SIGNALS.get(metric)
+    if signal is None:
+        return None
+    d = dict(labels)
+    if not (d.get("exported_pod") or d.get("pod")):
+        return None
+    return [(k, d[k]) for k in RECORDED_BY if d.get(k)] + [("signal", signal)]
 # Commented out in dcgm-exporter's stock lists (default-counters.csv, dcp-metrics-included.csv) and the GPU
 # Operator's built-in one; GR_ENGINE_ACTIVE and PIPE_TENSOR_ACTIVE are on (Scenario.stock_counters).
 STOCK_OFF = frozenset({"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY"})
@@ -90,7 +114,7 @@ KSM_HELP = {
     "kube_node_status_condition": "The condition of a cluster node.",
     "kube_node_created": "Unix creation timestamp",
 }
-KSM_FAMILIES = list(KSM_HELP)
+KSM_FAMILIES = [*KSM_HELP, RECORDED_HEARTBEAT]  # the heartbeat only with Scenario.recording_rules
 
 
 def exporter_pod(sc: Scenario, node: str) -> str:
@@ -140,6 +164,8 @@ class DcgmLayout:
         self.scrape_labels = scrape_labels
         self.drop_empty = drop_empty
         self.renames = dict(renames or {})
+        # Stored series only (what a Prometheus holds): with the recording rules, their series too.
+        self.recorded = bool(sc.recording_rules and scrape_labels and drop_empty)
         self.want = set(metrics) if metrics else None
         if sc.stock_counters:  # dcgm-exporter's stock counters list: SM activity commented out
             self.want = (self.want or set(DCGM_FAMILIES)) - STOCK_OFF
@@ -152,7 +178,8 @@ class DcgmLayout:
     @property
     def families(self) -> list[str]:
         """The metric names this layout emits, in exposition order."""
-        return [n for n in (self.renames.get(m, m) for m in DCGM_FAMILIES) if self.want is None or n in self.want]
+        names = [n for n in (self.renames.get(m, m) for m in DCGM_FAMILIES) if self.want is None or n in self.want]
+        return names + ([RECORDED] if self.recorded and set(names) & set(RECORDED_SIGNALS) else [])
 
     def _plan(self, e) -> list:
         kind = ("instance" if e.profile is not None else "parent" if e.mig_parent else "gpu",
@@ -230,6 +257,13 @@ class DcgmLayout:
             attrs = [[] if self.drop_empty else [(names[0], ""), (names[1], ""), (names[2], "")]]
         target = self._target(node)
         rows = self.cache[key] = [(metric, base + a + target, vkey) for metric, vkey in self._plan(e) for a in attrs]
+        if self.recorded:  # one per label set (`max by`): a pod's containers on one GPU read the same value
+            recorded = {}
+            for metric, labels, vkey in rows:
+                rec = recorded_row(metric, labels)
+                if rec is not None:
+                    recorded.setdefault(tuple(rec), vkey)
+            rows += [(RECORDED, list(rec), vkey) for rec, vkey in recorded.items()]
         return rows
 
     def _dra_labels(self, node: Node, e, pod: Pod) -> list:
@@ -537,7 +571,10 @@ def tsdb_dcgm_series(sc: Scenario, t: float, hostname_label: str = "Hostname", e
 
 
 def tsdb_ksm_labels(labels: list) -> list:
-    """kube-state-metrics labels as Prometheus stores them after a scrape (target added, empty dropped)."""
+    """kube-state-metrics labels as Prometheus stores them after a scrape (target added, empty dropped); the
+    recording rules' heartbeat (no labels: no scrape) as it is."""
+    if not labels:
+        return []
     return [(k, x) for k, x in labels if x != ""] + KSM_TARGET
 
 
@@ -620,6 +657,12 @@ def _ksm_objects(sc: Scenario, t: float):
     for n in sc.nodes:
         if n.created <= t:
             yield ("node", n.name, n.unschedulable(t)), lambda n=n: ksm_node_rows(sc, n, t)
+    if sc.recording_rules:
+        yield ("recording rules",), heartbeat_rows
+
+
+def heartbeat_rows() -> list:
+    return [(RECORDED_HEARTBEAT, [], 1.0)]
 
 
 def _concatenate(out, path: str) -> None:

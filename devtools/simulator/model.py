@@ -509,6 +509,8 @@ class Scenario:
         # How the cluster's exporters are set up (the demo's variants, ``scenarios.DEMO_VARIANTS``):
         self.exporter_node_name = True  # dcgm-exporter gets NODE_NAME: Hostname = node (else its own pod's name)
         self.stock_counters = False  # dcgm-exporter's stock list: no DCGM_FI_PROF_SM_ACTIVE (exposition.STOCK_OFF)
+        # Its Prometheus evaluates deploy/monitoring/gpufinops-recording.yaml at every scrape (exposition.RECORDED)
+        self.recording_rules = False
         self.rbac_denied: frozenset[tuple[str, str]] = frozenset()  # (apiGroup, resource) the collector may not list
         self.ksm_labels: tuple[str, ...] | None = None  # kube-state-metrics' label allowlist (None: all labels)
         self.dra_devices: dict[str, list] = {}  # node -> [dra.Device] its gpu.nvidia.com pool publishes

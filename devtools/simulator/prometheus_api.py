@@ -29,6 +29,7 @@ from .exposition import (
     SEG,
     ChangePoints,
     DcgmSeries,
+    heartbeat_rows,
     ksm_controller_rows,
     ksm_namespace_rows,
     ksm_node_rows,
@@ -247,6 +248,8 @@ class _KsmFamily:
             parts.append(self._rows(("namespaces",), lambda: ksm_namespace_rows(sc)))
             parts += [self._rows(("node", n.name, n.unschedulable(t)), lambda n=n: ksm_node_rows(sc, n, t))
                       for n in sc.nodes if n.created <= t]
+            if sc.recording_rules:
+                parts.append(self._rows(("recording rules",), heartbeat_rows))
             rows: dict = {}
             for part in parts:
                 for metric, k, d, v in part:

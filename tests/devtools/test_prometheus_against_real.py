@@ -92,13 +92,13 @@ def collector_queries(url: str) -> list[tuple[str, datetime]]:
     window: full hours, a provisional (partial) hour, and a bucket reaching back before the history."""
     source = PrometheusSource(Cluster(name="compare", prometheus_url=url))
     sent: list[tuple[str, datetime]] = []
-    send = source.query
+    send = source.ask  # every query sent, the ones a bucket asks ahead (PrometheusSource.prefetch) included
 
     def record(promql: str, at: datetime):  # type: ignore[no-untyped-def]
         sent.append((promql, at))
         return send(promql, at)
 
-    source.query = record  # type: ignore[method-assign]
+    source.ask = record  # type: ignore[method-assign]
     buckets = [(END - timedelta(hours=h), END - timedelta(hours=h - 1)) for h in range(HOURS - 1, 0, -1)]
     buckets += [(END - timedelta(hours=1), END - timedelta(minutes=37)),
                 (END - timedelta(hours=HOURS + 1), END - timedelta(hours=HOURS))]

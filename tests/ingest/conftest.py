@@ -90,6 +90,13 @@ def sim_world_exported(tmp_path_factory, django_db_setup, django_db_blocker) -> 
 
 
 @pytest.fixture(scope="session")
+def sim_world_recorded(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
+    """The demo whose Prometheus also holds the series of deploy/monitoring/gpufinops-recording.yaml (the export
+    writes them as a Prometheus evaluating the rules at every scrape stores them: `--recording-rules`)."""
+    yield from _world(tmp_path_factory.mktemp("sim-recorded"), "--recording-rules")
+
+
+@pytest.fixture(scope="session")
 def sim_world_no_node_name(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
     """The demo whose dcgm-exporters run without NODE_NAME: every series' Hostname is the exporter's pod."""
     yield from _world(tmp_path_factory.mktemp("sim-no-node-name"), name="demo-no-node-name")

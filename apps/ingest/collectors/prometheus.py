@@ -13,7 +13,7 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -111,6 +111,20 @@ CLOCK_EVENT_CANDIDATE = 8
 MAX_REGEX_NAMES = 300
 
 
+# ---- Recording rules (deploy/monitoring/gpufinops-recording.yaml, optional) ----
+# One recorded metric: every activity signal and the framebuffer in use of the device series carrying a pod, per pod
+# and GPU (`max by` the labels read below), told apart by a `signal` label. A bucket then reads all of them in one
+# query instead of one per signal (raw series of different metrics cannot share one: `*_over_time` drops their
+# names and their label sets collide).
+RECORDED = "pod_gpu:gpufinops_dcgm:max"
+RECORDED_SIGNALS: dict[str, str] = {**{s: DEFAULT_METRICS[s] for s in SIGNALS}, "fb_used": FB_USED}
+# The rules' one series without labels, evaluated with them: they cover a bucket when it has samples in the bucket's
+# first and in its last RECORDED_EDGE (two evaluations at Prometheus' default 1m evaluation interval; the shipped
+# group evaluates every 30 s).
+RECORDED_HEARTBEAT = "gpufinops:recording_rules:heartbeat"
+RECORDED_EDGE = timedelta(minutes=2)
+
+
 def _device(m: Mapping[str, str]) -> tuple[str, str]:
     return m.get("hostname") or m.get("Hostname") or "", m.get("UUID") or m.get("uuid") or ""
 
@@ -122,6 +136,22 @@ def _alternatives(fn: str, metrics: Sequence[str], matchers: str, rng: str) -> s
 
 def _regex(values: Collection[str]) -> str:
     return "|".join(re.escape(v) for v in sorted(values)).replace("\\", "\\\\")
+
+
+def _max_by(by: str, answer: Iterable[dict]) -> list[dict]:
+    """PromQL's `max by (by) (…)` over an answer's samples: per distinct value of the `by` labels, the sample with the
+    highest value (its other labels kept: readers look only at `by`)."""
+    keys = [k.strip() for k in by.split(",")]
+    top: dict[tuple, tuple[float, dict]] = {}
+    for r in answer:
+        v = _value(r)
+        if v is None:
+            continue
+        m = r["metric"]
+        key = tuple(m.get(k, "") for k in keys)
+        if key not in top or v > top[key][0]:
+            top[key] = (v, r)
+    return [r for _v, r in top.values()]
 
 
 class _FindingQueries:
@@ -167,25 +197,34 @@ class _FindingQueries:
             return ""
         return f'{labels.pop()}=~"{_regex({u for _n, u in devices})}"'
 
-    def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
-        """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
-        report, then the details for those only."""
+    # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out: see the
+    # class), the minimum asked only for GPUs whose counter is above 0 at all.
+    HEALTH_COUNTERS = ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
+                       (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0))
+
+    @classmethod
+    def _health_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """device_health's first round: which GPUs have anything to report."""
         rng, at = window(start, end)
-        fields: dict[tuple[str, str], dict] = defaultdict(dict)
-        # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out:
-        # see the class), the minimum asked only for GPUs whose counter is above 0 at all.
-        counters = ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
-                    (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0))
         clocks = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
-        xid_max, xid_last, clock_top, remap_failure, *counter_tops = self.query_all([
+        return [
             # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
             *((f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, '', rng)}) > 0", at)
               for fn in ("max_over_time", "last_over_time")),
             # Clock events: GPUs whose bitmask reached a counted bit (then its min, max and mean for those).
             (f"{clocks} >= {CLOCK_EVENT_CANDIDATE}", at),
             (f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at),
-            *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at) for metric, _n, _s in counters),
-        ])
+            *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at)
+              for metric, _n, _s in cls.HEALTH_COUNTERS),
+        ]
+
+    def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
+        """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
+        report, then the details for those only."""
+        rng, at = window(start, end)
+        fields: dict[tuple[str, str], dict] = defaultdict(dict)
+        counters = self.HEALTH_COUNTERS
+        xid_max, xid_last, clock_top, remap_failure, *counter_tops = self.query_all(self._health_queries(start, end))
         for answer in (xid_max, xid_last):
             for key, v in self._by_device(answer).items():
                 fields[key].setdefault("xid", set()).add(int(v))
@@ -229,17 +268,22 @@ class _FindingQueries:
             for (node, uuid), f in sorted(fields.items())
         ]
 
-    def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
+    @staticmethod
+    def _vanished_query(start: datetime, end: datetime) -> tuple[str, datetime]:
         # GPUs with a sample in the hour before the bucket and none in the bucket: both windows end at the same
         # instant, so `unless` keeps the devices of the longer one that the bucket lacks. Counting is cheap; the
-        # per-sample timestamps (a subquery) are asked below for those devices only (usually none): over every
-        # GPU of a 10,000-GPU fleet that subquery took seconds per bucket (bench/collect.py).
+        # per-sample timestamps (a subquery) are asked for those devices only (usually none): over every GPU of a
+        # 10,000-GPU fleet that subquery took seconds per bucket (bench/collect.py).
         rng, at = window(start - timedelta(hours=1), end)
         bucket_rng, _ = window(start, end)
         before = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{rng}]))"
         during = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{bucket_rng}]))"
+        return f"{before} unless {during}", at
+
+    def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
+        rng, at = window(start - timedelta(hours=1), end)
         label_of: dict[tuple[str, str], str] = {}
-        for r in self.query(f"{before} unless {during}", at):
+        for r in self.query(*self._vanished_query(start, end)):
             key = _device(r["metric"])
             if key[1]:
                 label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
@@ -276,21 +320,32 @@ class _FindingQueries:
             found |= {r["metric"].get(label, "") for r in self.query(q, at)}
         return frozenset(found & set(uuids))
 
-    def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
+    def recorded(self, start: datetime, end: datetime) -> dict[str, list[dict]] | None:  # pragma: no cover
+        raise NotImplementedError  # PrometheusSource's
+
+    MEMORY_BY = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
+
+    @classmethod
+    def _memory_query(cls, start: datetime, end: datetime) -> tuple[str, datetime]:
         rng, at = window(start, end)
+        return (f'max by ({cls.MEMORY_BY}) (avg_over_time({FB_USED}{{exported_pod!=""}}[{rng}])'
+                f' or avg_over_time({FB_USED}{{pod!="",exported_pod=""}}[{rng}]))', at)
+
+    def _memory(self, start: datetime, end: datetime) -> list[dict]:  # pragma: no cover (PrometheusSource's)
+        raise NotImplementedError
+
+    def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
+        """Framebuffer in use per pod series of `pods` (every pod: None), from the bucket's one answer for every
+        pod (`_memory`): the findings' idle pods and the savings' pods of a bucket read the same series."""
         if pods is not None and not pods:
             return []
-        names = f',{{label}}=~"{_regex(pods)}"' if pods is not None and len(pods) <= MAX_REGEX_NAMES else ""
-        by = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
-        q = (f'max by ({by}) (avg_over_time({FB_USED}{{exported_pod!=""{names.format(label="exported_pod")}}}[{rng}])'
-             f' or avg_over_time({FB_USED}{{pod!="",exported_pod=""{names.format(label="pod")}}}[{rng}]))')
         out = []
-        for r in self.query(q, at):
+        for r in self._memory(start, end):
             m, v = r["metric"], _value(r)
             pod = m.get("exported_pod") or m.get("pod") or ""
             ns = m.get("exported_namespace") or m.get("namespace") or ""
             uuid = m.get("UUID") or m.get("uuid") or ""
-            if v is None or not (pod and ns and uuid):
+            if v is None or not (pod and ns and uuid) or (pods is not None and pod not in pods):
                 continue
             out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
         return out
@@ -366,9 +421,23 @@ class PrometheusSource(_FindingQueries):
         # How series name their pod: "exported" (Prometheus Operator, honorLabels false: exported_pod) or
         # "plain" (pod); learnt from the activity series, None until known.
         self.pod_labels: str | None = None
+        # The last bucket's recorded series by signal (None: read the raw series), shared by the ledger's
+        # activity and the findings' framebuffer.
+        self._recorded: tuple[tuple[datetime, datetime], dict[str, list[dict]] | None] | None = None
+        self._memory_answer: tuple[tuple[datetime, datetime], list[dict]] | None = None
+        # Answers asked ahead for one bucket (`prefetch`), each handed out once by `query`.
+        self._prefetched: dict[tuple[str, datetime], list[dict[str, Any]]] = {}
+        self._prefetched_for: tuple[datetime, datetime] | None = None
 
     # ---- plumbing ----
     def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
+        """The answer to one instant query: prefetched for this bucket (`prefetch`), else asked now."""
+        with self._counting:
+            answer = self._prefetched.pop((promql, at), None)
+        return self.ask(promql, at) if answer is None else answer
+
+    def ask(self, promql: str, at: datetime) -> list[dict[str, Any]]:
+        """Ask Prometheus one instant query."""
         with self._counting:
             self.queries += 1
         try:
@@ -398,6 +467,52 @@ class PrometheusSource(_FindingQueries):
         if not isinstance(data, dict):
             raise PrometheusError(f"malformed Prometheus answer for status/{name}")
         return data
+
+    def prefetch(self, start: datetime, end: datetime) -> None:
+        """Ask, in one round (up to GPUFINOPS_PROMETHEUS_PARALLEL at once), every query of the bucket `[start, end)`
+        that depends on no other answer: the ledger's kube-state-metrics history, edge times and activity (the
+        recorded series' round first: whether the raw signals are needed), and the findings' first health round,
+        vanished GPUs and pods' framebuffer. Asked one method after another they made a dozen rounds, each waiting
+        for the last answer of the one before. The same queries and answers: `query` hands each out once. A query
+        that fails here is not kept: asked again where it is needed, it fails there (a findings query never fails
+        the ledger). Once per bucket; the ledger's methods call it."""
+        if self._prefetched_for == (start, end):
+            return
+        self._prefetched_for = (start, end)
+        with self._counting:
+            self._prefetched = {}
+        rng, at = window(start, end)
+        queries = [
+            *self._pod_history_queries(start, end),
+            self._seen_instant("kube_pod_start_time", "uid", "max", start, end),
+            self._namespace_labels_query(start, end),
+            *self._owner_queries(start, end),
+            *self._node_history_queries(start, end),
+            self._seen_instant("kube_node_labels", "node", "min", start, end),
+            self._seen_instant("kube_node_labels", "node", "max", start, end),
+            *([] if self.recorded(start, end) is not None
+              else [*((self._signal_query(s, rng), at) for s in SIGNALS), self._memory_query(start, end)]),
+            *self._health_queries(start, end),
+            self._vanished_query(start, end),
+        ]
+        for query, answer in zip(queries, self._ask_all(queries), strict=True):
+            if answer is not None:
+                with self._counting:
+                    self._prefetched[query] = answer
+
+    def _ask_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]] | None]:
+        """`ask` each query, side by side as query_all does; a failed one is None."""
+        def ask(q: tuple[str, datetime]) -> list[dict[str, Any]] | None:
+            try:
+                return self.ask(*q)
+            except PrometheusError:
+                return None
+
+        workers = min(settings.GPUFINOPS_PROMETHEUS_PARALLEL, len(queries))
+        if workers <= 1:
+            return [ask(q) for q in queries]
+        with ThreadPoolExecutor(workers, thread_name_prefix="prometheus") as pool:
+            return list(pool.map(ask, queries))
 
     def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]]]:
         """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at
@@ -447,8 +562,13 @@ class PrometheusSource(_FindingQueries):
     def activity(self, start: datetime, end: datetime) -> list[SeriesFact]:
         """Every signal's series, each kept under its own name: a signal the exporter lacks stays missing
         (its hours unmeasured), never filled with another signal's values (ledger.md "Activity")."""
+        self.prefetch(start, end)
         rng, at = window(start, end)
-        answers = self.query_all([(self._signal_query(s, rng), at) for s in SIGNALS])
+        recorded = self.recorded(start, end)
+        if recorded is not None:
+            answers = [recorded.get(s, []) for s in SIGNALS]
+        else:
+            answers = self.query_all([(self._signal_query(s, rng), at) for s in SIGNALS])
         per_signal = {s: self._signal_series(s, answer) for s, answer in zip(SIGNALS, answers, strict=True)}
         keys = set().union(*per_signal.values())
         facts = []
@@ -457,6 +577,49 @@ class PrometheusSource(_FindingQueries):
             facts.append(SeriesFact(key[0], key[1], key[2], key[3], key[4], values, replica=key[5],
                                     device_uuid=key[6]))
         return facts
+
+    def recorded(self, start: datetime, end: datetime) -> dict[str, list[dict]] | None:
+        """The recorded series of deploy/monitoring/gpufinops-recording.yaml averaged over `[start, end)`, by their
+        `signal` label; None when they do not cover the bucket (absent, started or stopped within it), when
+        GPUFINOPS_PROMETHEUS_RECORDING_RULES is off, or when the cluster renames a metric the rules read: the
+        caller then reads the raw series. One round of three queries (both edges and the series), asked once per
+        bucket: the ledger's activity and the findings' framebuffer share the answer.
+
+        Each recorded series is its raw series (`max by` the labels read here: one series per pod, GPU and
+        signal), evaluated at the scrape interval, so its average over the bucket is the raw series' average.
+        """
+        if self._recorded is not None and self._recorded[0] == (start, end):
+            return self._recorded[1]
+        answer: dict[str, list[dict]] | None = None
+        if settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES and all(
+                self.metrics[s] == DEFAULT_METRICS[s] for s in SIGNALS):
+            rng, at = window(start, end)
+            edge, edge_at = window(end - RECORDED_EDGE, end)
+            covered = f"count_over_time({RECORDED_HEARTBEAT}[{edge}])"
+            first, last, series = self.query_all([
+                (covered, min(start + RECORDED_EDGE, end) - timedelta(milliseconds=1)), (covered, edge_at),
+                (f"avg_over_time({RECORDED}[{rng}])", at),
+            ])
+            if first and last:
+                answer = {}
+                for r in series:
+                    answer.setdefault(r["metric"].get("signal", ""), []).append(r)
+        self._recorded = ((start, end), answer)
+        return answer
+
+    def _memory(self, start: datetime, end: datetime) -> list[dict]:
+        """`max by (MEMORY_BY)` of every pod series' framebuffer averaged over the bucket: from the recorded series
+        when they cover it, else one query; kept for the bucket (the findings' idle pods and the savings' pods
+        both read it: one query, where each asked its own)."""
+        if self._memory_answer is not None and self._memory_answer[0] == (start, end):
+            return self._memory_answer[1]
+        recorded = self.recorded(start, end)
+        if recorded is not None:  # already read: `max by` done here
+            answer = _max_by(self.MEMORY_BY, recorded.get("fb_used", []))
+        else:
+            answer = self.query(*self._memory_query(start, end))
+        self._memory_answer = ((start, end), answer)
+        return answer
 
     def device_activity(self, start: datetime, end: datetime, uuids: Collection[str]) -> dict[str, dict[str, float]]:
         """Per physical GPU of `uuids`, each signal time-averaged over `[start, end)` from its series without a
@@ -489,6 +652,12 @@ class PrometheusSource(_FindingQueries):
         return bool(self.query(f'count(last_over_time({{__name__=~"{metrics}"}}[{rng}]))', at))
 
     # ---- kube-state-metrics history ----
+    @staticmethod
+    def _seen_instant(metric: str, by: str, fn: str, start: datetime, end: datetime) -> tuple[str, datetime]:
+        """`_seen`'s instant query at the bucket's edge."""
+        _rng, at = window(start, end)
+        return f"{fn} by ({by}) (timestamp({metric}))", at if fn == "max" else start
+
     def _seen(self, metric: str, by: str, fn: str, start: datetime, end: datetime,
               names: Collection[str]) -> dict[str, float]:
         """When the `metric` series of each of `names` (values of label `by`) were first (`fn` "min") or last
@@ -505,7 +674,7 @@ class PrometheusSource(_FindingQueries):
         """
         rng, at = window(start, end)
         out: dict[str, float] = {}
-        for r in self.query(f"{fn} by ({by}) (timestamp({metric}))", at if fn == "max" else start):
+        for r in self.query(*self._seen_instant(metric, by, fn, start, end)):
             name, v = r["metric"].get(by, ""), _value(r)
             if name in names and v:
                 out[name] = v
@@ -523,19 +692,27 @@ class PrometheusSource(_FindingQueries):
                     out[name] = v
         return out
 
-    def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]:
+    @staticmethod
+    def _pod_history_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """pod_history's queries: the pods' start times first, then what is read of those pods."""
         rng, at = window(start, end)
-        starts = self.query(f"max_over_time(kube_pod_start_time[{rng}])", at)
-        if not starts:
-            return []
         requests = ("kube_pod_container_resource_requests", "kube_pod_init_container_resource_requests")
-        completions, *request_answers, label_answer, info, owner_answer = self.query_all([
+        return [
+            (f"max_over_time(kube_pod_start_time[{rng}])", at),
             (f"max by (uid) (max_over_time(kube_pod_completion_time[{rng}]))", at),
             *((f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at) for metric in requests),
             (f"max_over_time(kube_pod_labels[{rng}])", at),
             (f"max_over_time(kube_pod_info[{rng}])", at),
             (f'max_over_time(kube_pod_owner{{owner_is_controller="true"}}[{rng}])', at),
-        ])
+        ]
+
+    def pod_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[PodHistory]:
+        self.prefetch(start, end)
+        starts_query, *rest = self._pod_history_queries(start, end)
+        starts = self.query(*starts_query)
+        if not starts:
+            return []
+        completions, *request_answers, label_answer, info, owner_answer = self.query_all(rest)
         done: dict[str, float] = {}
         for r in completions:
             v = _value(r)
@@ -591,40 +768,59 @@ class PrometheusSource(_FindingQueries):
             )
         return pods
 
+    OWNERS = (("kube_replicaset_owner", "ReplicaSet", "replicaset"), ("kube_job_owner", "Job", "job_name"))
+
+    @classmethod
+    def _owner_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        rng, at = window(start, end)
+        return [(f'max_over_time({metric}{{owner_is_controller="true"}}[{rng}])', at) for metric, _k, _n in cls.OWNERS]
+
     def owner_history(self, start: datetime, end: datetime) -> dict[tuple[str, str, str], tuple[str, str]]:
         """Controllers of ReplicaSets and Jobs (kube_replicaset_owner, kube_job_owner) seen in the bucket."""
-        rng, at = window(start, end)
+        self.prefetch(start, end)
         out: dict[tuple[str, str, str], tuple[str, str]] = {}
-        for metric, kind, name_label in (("kube_replicaset_owner", "ReplicaSet", "replicaset"),
-                                         ("kube_job_owner", "Job", "job_name")):
-            for r in self.query(f'max_over_time({metric}{{owner_is_controller="true"}}[{rng}])', at):
+        answers = self.query_all(self._owner_queries(start, end))
+        for (_metric, kind, name_label), answer in zip(self.OWNERS, answers, strict=True):
+            for r in answer:
                 m = r["metric"]
                 if m.get(name_label) and m.get("owner_kind") and m.get("owner_name") not in (None, "", "<none>"):
                     out[(m.get("namespace", ""), kind, m[name_label])] = (m["owner_kind"], m["owner_name"])
         return out
 
+    @staticmethod
+    def _namespace_labels_query(start: datetime, end: datetime) -> tuple[str, datetime]:
+        rng, at = window(start, end)
+        return f"max_over_time(kube_namespace_labels[{rng}])", at
+
     def namespace_labels(
         self, start: datetime, end: datetime, label_keys: Sequence[str]
     ) -> dict[str, dict[str, str]]:
-        rng, at = window(start, end)
+        self.prefetch(start, end)
         out: dict[str, dict[str, str]] = {}
-        for r in self.query(f"max_over_time(kube_namespace_labels[{rng}])", at):
+        for r in self.query(*self._namespace_labels_query(start, end)):
             m = r["metric"]
             out[m.get("namespace", "")] = unsanitized(m, label_keys)
         return out
 
-    def node_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[NodeHistory]:
+    @staticmethod
+    def _node_history_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """node_history's queries: the nodes' labels first, then what is read of those nodes."""
         rng, at = window(start, end)
-        labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(
-            f"max_over_time(kube_node_labels[{rng}])", at)}
-        if not labels:
-            return []
         resources = ("kube_node_status_allocatable", "kube_node_status_capacity")
-        *resource_answers, unschedulable, unready = self.query_all([
+        return [
+            (f"max_over_time(kube_node_labels[{rng}])", at),
             *((f'max_over_time({metric}{{resource=~"nvidia_com_.*"}}[{rng}])', at) for metric in resources),
             (f"max_over_time(kube_node_spec_unschedulable[{rng}]) > 0", at),
             (f'min_over_time(kube_node_status_condition{{condition="Ready",status="true"}}[{rng}]) < 1', at),
-        ])
+        ]
+
+    def node_history(self, start: datetime, end: datetime, label_keys: Sequence[str]) -> list[NodeHistory]:
+        self.prefetch(start, end)
+        labels_query, *rest = self._node_history_queries(start, end)
+        labels = {r["metric"].get("node", ""): r["metric"] for r in self.query(*labels_query)}
+        if not labels:
+            return []
+        *resource_answers, unschedulable, unready = self.query_all(rest)
         alloc: dict[str, dict[str, float]] = {}
         cap: dict[str, dict[str, float]] = {}
         for answer, target in zip(resource_answers, (alloc, cap), strict=True):

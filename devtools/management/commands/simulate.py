@@ -40,6 +40,10 @@ WITH_DRA_HELP = ("demo scenario only: with (--with-dra) or without (--no-with-dr
                  "node (default: devtools.simulator.scenarios.DEMO_WITH_DRA, on)")
 
 
+RECORDING_HELP = ("the series of deploy/monitoring/gpufinops-recording.yaml too, as a Prometheus evaluating it at "
+                  "every scrape stores them (devtools/simulator/exposition.py RECORDED)")
+
+
 def _rename(value: str) -> tuple[str, str]:
     import argparse
 
@@ -80,6 +84,7 @@ class Command(BaseCommand):
         s.add_argument("--scrape-seconds", type=int, default=60, help="the simulated Prometheus' scrape interval")
         s.add_argument("--rename-metric", action="append", default=[], metavar="FROM=TO", type=_rename,
                        help=RENAME_HELP)
+        s.add_argument("--recording-rules", action="store_true", help=RECORDING_HELP)
         e = sub.add_parser("export-openmetrics", help="write DCGM + kube-state-metrics history as OpenMetrics")
         e.add_argument("--scenario", default="demo")
         e.add_argument("--seed", type=int, default=0)
@@ -103,6 +108,7 @@ class Command(BaseCommand):
         e.add_argument("--no-ksm", action="store_true", help="DCGM series only")
         e.add_argument("--rename-metric", action="append", default=[], metavar="FROM=TO", type=_rename,
                        help=RENAME_HELP)
+        e.add_argument("--recording-rules", action="store_true", help=RECORDING_HELP)
         e.add_argument("--out", required=True)
 
     def handle(self, *args, **opts):
@@ -120,6 +126,7 @@ class Command(BaseCommand):
                                     **_options(opts))
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
+            sc.recording_rules = opts["recording_rules"]
             if opts["scrape_seconds"] <= 0:
                 raise CommandError("--scrape-seconds must be positive")
             srv = start_server(sc, host=opts["host"], port=opts["port"])
@@ -165,6 +172,7 @@ class Command(BaseCommand):
             sc = build_scenario(opts["scenario"], seed=opts["seed"], end=end, days=days, **_options(opts))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        sc.recording_rules = opts["recording_rules"]
         if since < sc.start:
             raise CommandError(f"--since is before the scenario start {sc.start.isoformat()}")
         metrics = [m.strip() for m in opts["metrics"].split(",")] if opts.get("metrics") else None

@@ -1,0 +1,88 @@
+"""Recording rules (deploy/monitoring/gpufinops-recording.yaml): the collector reads their series when they cover a
+bucket and the raw series when they do not, with the same ledger and findings either way (issue 24)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from apps.findings.models import FindingHour
+from apps.ingest.collectors.prometheus import RECORDED_SIGNALS, PrometheusSource
+from apps.ingest.services import collect_cluster
+from apps.inventory.models import Cluster
+from apps.savings.models import PodMemoryHour
+from apps.usage.models import NodeHour, PodHour
+from tests.ingest.conftest import make_cluster
+
+pytestmark = pytest.mark.django_db
+
+
+def rows(cluster: Cluster) -> dict[str, list[tuple]]:
+    """Every pod-hour, node-hour, finding and pod framebuffer (savings) row of the cluster, without ids and the
+    cluster."""
+    out = {}
+    for model in (PodHour, NodeHour, FindingHour, PodMemoryHour):
+        fields = [f.attname for f in model._meta.fields if f.attname not in ("id", "cluster_id")]
+        out[model.__name__] = sorted(model.objects.filter(cluster=cluster).values_list(*fields), key=repr)
+    return out
+
+
+def test_the_ledger_and_findings_are_the_same_with_and_without_the_recorded_series(sim_world_recorded, settings):
+    world = sim_world_recorded
+    hours = world.hours[-6:]
+    collected = {}
+    for on in (True, False):
+        settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = on
+        cluster = make_cluster(world, name=f"recorded-{on}")
+        report = collect_cluster(cluster, hours, now=world.end)
+        assert report.ok and not report.findings_failed, (report.failed, report.findings_failed)
+        collected[on] = (cluster, report)
+    (with_rules, with_report), (raw, raw_report) = collected[True], collected[False]
+    got, expected = rows(with_rules), rows(raw)
+    assert all(expected.values())
+    for table in expected:
+        assert got[table] == expected[table], table
+    # The recorded series were read: one round of three queries per bucket instead of the four signals' and the
+    # framebuffer's queries.
+    assert with_report.queries < raw_report.queries
+
+
+def test_the_recorded_series_cover_a_bucket_of_the_world_that_has_them(sim_world_recorded, sim_world, settings):
+    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = True
+    hour = sim_world_recorded.hours[-1]
+    recorded = PrometheusSource(make_cluster(sim_world_recorded, name="has-rules")).recorded(
+        hour, hour + timedelta(hours=1))
+    assert recorded is not None and set(recorded) == set(RECORDED_SIGNALS)
+    # Without the rules, without the setting, or with a renamed signal metric: the raw series.
+    assert PrometheusSource(make_cluster(sim_world, name="no-rules")).recorded(hour, hour + timedelta(hours=1)) is None
+    renamed = make_cluster(sim_world_recorded, name="renamed", metric_names={"sm_active": "DCGM_FI_PROF_SM_OCCUPANCY"})
+    assert PrometheusSource(renamed).recorded(hour, hour + timedelta(hours=1)) is None
+    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = False
+    off = make_cluster(sim_world_recorded, name="setting-off")
+    assert PrometheusSource(off).recorded(hour, hour + timedelta(hours=1)) is None
+
+
+@pytest.mark.parametrize("cut", ["start", "end"])
+def test_recorded_series_that_start_or_stop_within_the_bucket_are_not_used(cut, settings):
+    """Rules installed (or removed) ten minutes into the hour: the bucket reads the raw series."""
+    from devtools.simulator.prometheus_api import start_prometheus
+    from devtools.simulator.scenarios import build_scenario
+
+    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = True
+    sc = build_scenario("demo", seed=0, days=1, with_dra=False)
+    sc.recording_rules = True
+    hour = sc.end - timedelta(hours=2)
+    end = hour + timedelta(hours=1)
+    whole = start_prometheus(sc, step=30)
+    window = {"since": (hour + timedelta(minutes=10)).timestamp()} if cut == "start" else {
+        "until": (end - timedelta(minutes=10)).timestamp()}
+    partial = start_prometheus(sc, step=30, **window)
+    try:
+        full = PrometheusSource(Cluster.objects.create(name="whole", prometheus_url=whole.url)).recorded(hour, end)
+        assert full is not None and full["sm_active"]
+        assert PrometheusSource(Cluster.objects.create(name="partial", prometheus_url=partial.url)).recorded(
+            hour, end) is None
+    finally:
+        whole.stop()
+        partial.stop()

@@ -1,0 +1,48 @@
+"""The shipped recording rules load and pass their promtool unit tests, and record what the collector reads and the
+simulator writes (tests/ingest/test_recording_rules.py: the same ledger with and without them)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from apps.ingest.collectors.prometheus import RECORDED, RECORDED_HEARTBEAT, RECORDED_SIGNALS
+from devtools.simulator import exposition
+from tests.harness.services import require_binary
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "deploy" / "monitoring" / "gpufinops-recording.yaml"
+TESTS = REPO / "deploy" / "monitoring" / "gpufinops-recording.test.yaml"
+
+
+def test_promtool_check_and_test_rules():
+    promtool = require_binary("promtool")
+    check = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "SUCCESS: 6 rules found" in check.stdout
+    run = subprocess.run([promtool, "test", "rules", str(TESTS)], cwd=TESTS.parent, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "SUCCESS" in run.stdout
+
+
+def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
+    (group,) = yaml.safe_load(RULES.read_text())["groups"]
+    heartbeat, *rules = group["rules"]
+    assert heartbeat == {"record": RECORDED_HEARTBEAT, "expr": "vector(1)"}
+    assert RECORDED_HEARTBEAT == exposition.RECORDED_HEARTBEAT
+    recorded = {}
+    for rule in rules:
+        assert rule["record"] == RECORDED == exposition.RECORDED
+        # Both pod-label spellings, as the collector's raw query reads them, each kept per the same labels.
+        (metric,) = set(re.findall(r"\b(DCGM_FI_\w+)\{", rule["expr"]))
+        expr = rule["expr"]
+        assert f'{metric}{{exported_pod!=""}}' in expr and f'{metric}{{pod!="",exported_pod=""}}' in expr
+        by = re.findall(r"max by \(([^)]*)\)", expr)
+        assert len(by) == 2 and {tuple(b.split(", ")) for b in by} == {exposition.RECORDED_BY}
+        recorded[rule["labels"]["signal"]] = metric
+    assert recorded == RECORDED_SIGNALS
+    assert {v: k for k, v in exposition.RECORDED_SIGNALS.items()} == RECORDED_SIGNALS
