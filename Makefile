@@ -27,7 +27,7 @@ help:
 	@echo "              seed the simulated demo cluster: serve $(URL) once its newest hours are in, then the rest"
 	@echo "make schema - write devtools/sqlite_schema.sql again (the migrated SQLite schema make run starts from)"
 	@echo "make test   - install into .venv if needed, run the test suite on $(TEST_WORKERS) pytest-xdist workers"
-	@echo "              (python -m pytest -q -n 4 --dist loadgroup)"
+	@echo "              (python -m pytest -q -n 3 --dist loadgroup)"
 	@echo "make test-fast - the inner loop: the tests marked neither services nor slow, on SQLite, two workers"
 	@echo "              (no PostgreSQL, Redis, Prometheus, Celery worker or browser; CONTRIBUTING.md)"
 	@echo "make lint   - ruff check ."
@@ -68,11 +68,11 @@ schema: $(STAMP)
 
 demo: run
 
-# The tests drive the development tools (demo, simulate): installed whatever DEBUG the shell has. Four workers on
-# two cores: most of the suite waits (Prometheus, a browser, worker processes, subprocesses), so four overlap their
-# waits; each test module runs on one worker (its shared worlds built once there), the long modules first
+# The tests drive the development tools (demo, simulate): installed whatever DEBUG the shell has. Three workers on
+# two cores: the suite is CPU-bound, and a fourth worker cost more CPU than its overlapped waits saved (2026-12-01,
+# back to back on a quiet 2-core machine: 1,574 passed in 544 s with three, 663 s with four); each test module runs on one worker (its shared worlds built once there), the long modules first
 # (tests/conftest.py), and a simulated history is made once for all workers (tests/harness/prometheus.py).
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 test: $(STAMP)
 	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 

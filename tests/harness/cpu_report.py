@@ -1,6 +1,6 @@
 """An opt-in record of what each test costs in CPU (GPUFINOPS_TEST_CPU_REPORT=FILE): where the suite's time goes.
 
-The suite is CPU-bound on a 2-core machine (four pytest-xdist workers keep both cores busy), so wall-clock
+The suite is CPU-bound on a 2-core machine (three pytest-xdist workers keep both cores busy), so wall-clock
 `--durations` mostly measures the queue for the cores; the CPU seconds of the test process (user + system, set-up,
 call and tear-down together) and of the processes it started and waited for (`RUSAGE_CHILDREN`: promtool,
 exporters; a service still running, such as Prometheus or a Celery worker, is not counted until it is reaped) say
