@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import yaml
 
-from tests.harness.services import require_binary
+from tests.monitoring.promtool import check_and_test_rules
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "monitoring" / "gpufinops-rules.yaml"
@@ -16,14 +15,7 @@ PROMETHEUS_RULE = REPO / "deploy" / "k8s" / "overlays" / "production" / "prometh
 
 
 def test_promtool_check_and_test_rules():
-    promtool = require_binary("promtool")
-    check = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
-    assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 6 rules found" in check.stdout
-    run = subprocess.run([promtool, "test", "rules", str(TESTS)], cwd=TESTS.parent, capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "SUCCESS" in run.stdout
+    check_and_test_rules(RULES, TESTS, rule_count=6)
 
 
 def test_prometheus_rule_has_the_same_groups():

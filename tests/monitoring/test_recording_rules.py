@@ -4,14 +4,13 @@ simulator writes (tests/ingest/test_recording_rules.py: the same ledger with and
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import yaml
 
 from apps.ingest.collectors.prometheus import RECORDED, RECORDED_HEARTBEAT, RECORDED_SIGNALS
 from devtools.simulator import exposition
-from tests.harness.services import require_binary
+from tests.monitoring.promtool import check_and_test_rules
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "monitoring" / "gpufinops-recording.yaml"
@@ -19,14 +18,7 @@ TESTS = REPO / "deploy" / "monitoring" / "gpufinops-recording.test.yaml"
 
 
 def test_promtool_check_and_test_rules():
-    promtool = require_binary("promtool")
-    check = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
-    assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 6 rules found" in check.stdout
-    run = subprocess.run([promtool, "test", "rules", str(TESTS)], cwd=TESTS.parent, capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "SUCCESS" in run.stdout
+    check_and_test_rules(RULES, TESTS, rule_count=6)
 
 
 def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
