@@ -138,19 +138,45 @@ def collect_cluster(
     if hours is None:
         hours = due_hours(cluster, now, limit=settings.GPUFINOPS_MAX_BUCKETS_PER_RUN)
     hours = [h for h in sorted(set(hours)) if h < now]
+    # The first bucket's round of Prometheus queries needs nothing from Kubernetes: started now, Prometheus answers
+    # it while this thread reads and records the snapshot. Errors keep their order: an unreadable cluster fails the
+    # buckets first (the round is stopped), then an unusable Prometheus; a failed query surfaces in the bucket.
+    source_error: PrometheusError | None = None
+    ahead: PrometheusSource | None = None
+    if source is None:
+        try:
+            source = ahead = PrometheusSource(cluster)
+        except PrometheusError as exc:
+            source_error = exc
+    if ahead is not None and hours:
+        ahead.prefetch_ahead(hours[0], ledger.bucket_end(hours[0], now))
     try:
-        snap = read_snapshot(cluster, api_client_for(cluster))
-    except KubernetesError as exc:
-        ledger.mark_unreachable(cluster, hours, owner, str(exc), status=Bucket.Status.FAILED, now=now)
-        report.failed.update(dict.fromkeys(hours, str(exc)))
-        return report
-    record_snapshot(cluster, snap)
-    try:
-        source = source or PrometheusSource(cluster)
-    except PrometheusError as exc:
-        ledger.mark_unreachable(cluster, hours, owner, str(exc), status=Bucket.Status.SOURCE_MISSING, now=now)
-        report.failed.update(dict.fromkeys(hours, str(exc)))
-        return report
+        try:
+            snap = read_snapshot(cluster, api_client_for(cluster))
+        except KubernetesError as exc:
+            ledger.mark_unreachable(cluster, hours, owner, str(exc), status=Bucket.Status.FAILED, now=now)
+            report.failed.update(dict.fromkeys(hours, str(exc)))
+            return report
+        record_snapshot(cluster, snap)
+        if source is None:
+            assert source_error is not None
+            ledger.mark_unreachable(cluster, hours, owner, str(source_error), status=Bucket.Status.SOURCE_MISSING,
+                                    now=now)
+            report.failed.update(dict.fromkeys(hours, str(source_error)))
+            return report
+        collect_buckets(cluster, hours, report, now=now, owner=owner, source=source, snap=snap, progress=progress,
+                        accept_loss=accept_loss)
+    finally:
+        if ahead is not None:
+            ahead.stop_ahead()  # no thread outlives the collection (a no-op once the first bucket used the round)
+    report.queries, report.samples = source.queries, source.samples
+    return report
+
+
+def collect_buckets(cluster: Cluster, hours: list[datetime], report: CollectReport, *, now: datetime, owner: str,
+                    source: MetricsSource, snap: ClusterSnapshot, progress: Progress | None,
+                    accept_loss: bool) -> None:
+    """`collect_cluster`'s buckets, oldest first, into `report`; one failed bucket ends the run (circuit breaker)."""
     for i, h in enumerate(hours, 1):
         with log_context(bucket=h.isoformat()):
             outcome = ledger.collect_bucket(
@@ -178,5 +204,3 @@ def collect_cluster(
                 progress(f"{cluster.name}: stopped after a failed bucket; {len(report.not_attempted)} hours left "
                          "for the next run")
             break
-    report.queries, report.samples = source.queries, source.samples
-    return report

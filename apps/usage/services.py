@@ -485,6 +485,11 @@ class BucketOutcome:
     result: BucketResult | None = None
 
 
+def bucket_end(hour: datetime, now: datetime) -> datetime:
+    """The end of the window a collection at `now` reads of the bucket starting at `hour` (the current hour: so far)."""
+    return min(hour + HOUR, now)
+
+
 def collect_bucket(
     cluster: Cluster,
     hour: datetime,
@@ -498,7 +503,7 @@ def collect_bucket(
     """Claim the bucket, assemble its inputs from the source, compute its rows and replace it whole."""
     if not claim_bucket(cluster, hour, owner):
         return BucketOutcome(hour, "skipped")  # another worker holds it: a duplicate tick is harmless
-    end = min(hour + HOUR, now)
+    end = bucket_end(hour, now)
     try:
         assembled = assemble_bucket(cluster, hour, end, source, namespace_labels)
         result = compute_bucket(assembled.inputs)

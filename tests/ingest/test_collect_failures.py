@@ -66,6 +66,8 @@ def test_it_marks_the_bucket_failed_when_kubernetes_fails(sim_world, fault, sett
     finally:
         sim_world.server.set_fault(None)
     assert len(report.failed) == 2
+    # The first bucket's Prometheus round, started before the Kubernetes read, was stopped with it.
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("prometheus")]
     bucket = Bucket.objects.get(cluster=broken, hour=sim_world.hours[-1])
     assert bucket.status == "failed"
     assert "Kubernetes" in bucket.last_error

@@ -14,7 +14,8 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -389,6 +390,15 @@ class _FindingQueries:
         return out
 
 
+@dataclass(frozen=True)
+class _Ahead:
+    """A bucket's round of queries running ahead (`PrometheusSource.prefetch_ahead`), and the thread that started it:
+    the one that waits for it."""
+
+    round: Future[None]
+    owner: int
+
+
 class PrometheusSource(_FindingQueries):
     """Reads one cluster's Prometheus."""
 
@@ -428,10 +438,15 @@ class PrometheusSource(_FindingQueries):
         # Answers asked ahead for one bucket (`prefetch`), each handed out once by `query`.
         self._prefetched: dict[tuple[str, datetime], list[dict[str, Any]]] = {}
         self._prefetched_for: tuple[datetime, datetime] | None = None
+        # A bucket's round started ahead in a thread of its own (`prefetch_ahead`) while the collector reads
+        # Kubernetes; joined by the collector's thread before it uses the source (`_join_ahead`).
+        self._ahead: _Ahead | None = None
+        self._stopping = threading.Event()  # `stop_ahead`: the round's queries not yet sent are not sent
 
     # ---- plumbing ----
     def query(self, promql: str, at: datetime) -> list[dict[str, Any]]:
         """The answer to one instant query: prefetched for this bucket (`prefetch`), else asked now."""
+        self._join_ahead()
         with self._counting:
             answer = self._prefetched.pop((promql, at), None)
         return self.ask(promql, at) if answer is None else answer
@@ -475,9 +490,54 @@ class PrometheusSource(_FindingQueries):
         vanished GPUs and pods' framebuffer. Asked one method after another they made a dozen rounds, each waiting
         for the last answer of the one before. The same queries and answers: `query` hands each out once. A query
         that fails here is not kept: asked again where it is needed, it fails there (a findings query never fails
-        the ledger). Once per bucket; the ledger's methods call it."""
+        the ledger). Once per bucket; the ledger's methods call it. When `prefetch_ahead` started the round, this
+        waits for it; had it failed, the round is asked again here, so a failure surfaces where and as it did."""
+        self._join_ahead()
         if self._prefetched_for == (start, end):
             return
+        self._ask_round(start, end)
+
+    def prefetch_ahead(self, start: datetime, end: datetime) -> None:
+        """Start `prefetch(start, end)` in a thread and return: the round depends on nothing the Kubernetes read
+        shows, so Prometheus can work on it while the collector reads and records the snapshot. The calling
+        thread's next use of this source waits for it (`_join_ahead`); `stop_ahead` ends it early."""
+        self._join_ahead()
+        self._stopping.clear()
+        pool = ThreadPoolExecutor(1, thread_name_prefix="prometheus-ahead")
+        try:
+            self._ahead = _Ahead(pool.submit(self._ask_round, start, end), threading.get_ident())
+        finally:
+            pool.shutdown(wait=False)  # the thread ends with the round
+
+    def stop_ahead(self) -> None:
+        """End a round started by `prefetch_ahead` that nothing will use (the Kubernetes read failed): its queries
+        not yet sent are not sent, and this returns once the ones in flight have answered (each bounded by
+        GPUFINOPS_PROMETHEUS_TIMEOUT), so no thread outlives the collection."""
+        self._stopping.set()
+        try:
+            self._join_ahead()
+        finally:
+            self._stopping.clear()
+
+    def _join_ahead(self) -> None:
+        """Wait for the round `prefetch_ahead` started, when called from the thread that started it (the round's own
+        threads go on). A round that raised is forgotten whole: `prefetch` asks it again in the caller's thread,
+        where its error surfaces exactly as without the early start."""
+        ahead = self._ahead
+        if ahead is None or ahead.owner != threading.get_ident():
+            return
+        self._ahead = None
+        try:
+            ahead.round.result()
+        except Exception:  # asked again by `prefetch`, which raises it in the ledger's thread
+            with self._counting:
+                self._prefetched, self._prefetched_for = {}, None
+        if self._stopping.is_set():  # the round was cut short: its answers are incomplete, not kept
+            with self._counting:
+                self._prefetched, self._prefetched_for = {}, None
+
+    def _ask_round(self, start: datetime, end: datetime) -> None:
+        """`prefetch`'s round itself (in the caller's thread, or ahead in one of its own)."""
         self._prefetched_for = (start, end)
         with self._counting:
             self._prefetched = {}
@@ -503,6 +563,8 @@ class PrometheusSource(_FindingQueries):
     def _ask_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]] | None]:
         """`ask` each query, side by side as query_all does; a failed one is None."""
         def ask(q: tuple[str, datetime]) -> list[dict[str, Any]] | None:
+            if self._stopping.is_set():
+                return None
             try:
                 return self.ask(*q)
             except PrometheusError:
@@ -518,6 +580,7 @@ class PrometheusSource(_FindingQueries):
         """The answers to independent queries, in their order, up to GPUFINOPS_PROMETHEUS_PARALLEL in flight at
         once: a bucket mostly waits on Prometheus, which answers several queries side by side. The first
         failure is raised, as `query` raises it."""
+        self._join_ahead()
         workers = min(settings.GPUFINOPS_PROMETHEUS_PARALLEL, len(queries))
         if workers <= 1:
             return [self.query(promql, at) for promql, at in queries]
@@ -588,6 +651,7 @@ class PrometheusSource(_FindingQueries):
         Each recorded series is its raw series (`max by` the labels read here: one series per pod, GPU and
         signal), evaluated at the scrape interval, so its average over the bucket is the raw series' average.
         """
+        self._join_ahead()
         if self._recorded is not None and self._recorded[0] == (start, end):
             return self._recorded[1]
         answer: dict[str, list[dict]] | None = None
