@@ -401,6 +401,10 @@ def main() -> None:
                         help="the export also holds the series of deploy/monitoring/gpufinops-recording.yaml "
                              "(an --om export or --prom-data must have been made with it); the steady state is "
                              "timed reading them and not reading them")
+    parser.add_argument("--compare-ahead", action="store_true",
+                        help="the steady state timed with the first bucket's Prometheus round started before the "
+                             "Kubernetes read (as collected) and asked in place, interleaved; recording rules as "
+                             "configured")
     parser.add_argument("--show-queries", type=int, default=8, help="slowest steady-state queries listed per mode")
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.db
@@ -475,13 +479,21 @@ def main() -> None:
         first_wall = dict(phases.wall)
         first_prom = {k: list(v) for k, v in phases.prom.items()}
         first_queries = len(phases.queries)
-        modes = ["with recording rules", "without"] if args.recording_rules else ["as configured"]
+        # --compare-ahead: the first bucket's round of Prometheus queries started before the Kubernetes read
+        # (PrometheusSource.prefetch_ahead, as collect_cluster does) or asked when the ledger reads the bucket (the
+        # early start made a no-op), recording rules as configured.
+        modes = (["round ahead", "round in place"] if args.compare_ahead
+                 else ["with recording rules", "without"] if args.recording_rules else ["as configured"])
+        prefetch_ahead = PrometheusSource.prefetch_ahead
         steady: dict[str, list[dict]] = defaultdict(list)
         ledgers: dict[str, dict] = {}
         profiler = cProfile.Profile() if args.profile else None
         for r in range(args.steady_rounds):
             for mode in modes if r % 2 == 0 else modes[::-1]:
-                if args.recording_rules:
+                if args.compare_ahead:
+                    PrometheusSource.prefetch_ahead = (prefetch_ahead if mode == modes[0]
+                                                       else lambda source, start, end: None)
+                elif args.recording_rules:
                     settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = mode == modes[0]
                 wall_before, queries_before, load = dict(phases.wall), len(phases.queries), os.getloadavg()
                 if profiler and r == args.steady_rounds - 1:
@@ -499,6 +511,7 @@ def main() -> None:
                 ledgers[mode] = ledger_rows(cluster, hour)
                 print(f"steady state {r + 1} {mode:<22} {seconds:6.2f} s  load before "
                       + " ".join(f"{v:.2f}" for v in load), flush=True)
+        PrometheusSource.prefetch_ahead = prefetch_ahead
         if profiler:
             profiler.dump_stats(args.profile)
         # The tables below are the first collection's.
@@ -540,8 +553,8 @@ def main() -> None:
     if len(modes) == 2:
         same = ledgers[modes[0]] == ledgers[modes[1]]
         counts = ", ".join(f"{k} {len(v)}" for k, v in ledgers[modes[0]].items())
-        print(f"  ledger rows (pod-hour, node-hour, finding-hour, pod framebuffer) identical with and without "
-              f"recording rules: {'yes' if same else 'NO'} ({counts})")
+        print(f"  ledger rows (pod-hour, node-hour, finding-hour, pod framebuffer) identical {modes[0]} and "
+              f"{modes[1]}: {'yes' if same else 'NO'} ({counts})")
     if args.profile:
         print(f"  cProfile of the last steady-state round(s) in {args.profile}")
     f_wall = phases.wall.get("findings", 0.0)
