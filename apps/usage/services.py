@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, F, Model, OuterRef, Q
+from django.db.models import F, Model, Q
 from django.utils import timezone
 
 from apps.common.snapshots import field_values, upsert_observed
@@ -73,6 +73,8 @@ WORKLOAD_KEYS = ["team", "namespace", "workload", "node_group", "gpu_model"]
 CAPACITY_KEYS = list(CAPACITY_KEY)
 # Attribution coverage may fall this much on a re-collection before it counts as the source losing data.
 COVERAGE_TOLERANCE = 0.01
+# Rows deleted by id per statement: under SQLite's 999 bound parameters (Django's own limit for it).
+DELETE_BATCH = 900
 # Test seam: called inside the write transaction between deleting and re-inserting a day's rollups.
 after_day_delete: Callable[[Cluster, date], None] | None = None
 
@@ -260,8 +262,14 @@ def _forget_week_keys(cluster: Cluster, day: date) -> date:
     the day's rows are replaced (the keys it had) and after (the keys it has), then `_rebuild_week_keys`: only
     the keys the day touches are summed again."""
     week = iso_week_start(midnight(day)).date()
-    on_day = WorkloadDay.objects.filter(cluster=cluster, day=day, **{k: OuterRef(k) for k in WORKLOAD_KEYS})
-    WorkloadWeek.objects.filter(cluster=cluster, week=week).filter(Exists(on_day)).delete()
+    # Matched here, not by a correlated EXISTS: on tables whose statistics lag their writes (a new cluster, a
+    # catch-up) PostgreSQL planned that as a nested loop over every pair of the week's and the day's rows, 2-13 s
+    # per call at 10,000 GPUs (bench/README.md, 2026-12-02); a set lookup per row is linear whatever the plan.
+    on_day = set(WorkloadDay.objects.filter(cluster=cluster, day=day).values_list(*WORKLOAD_KEYS))
+    stale = [pk for pk, *key in WorkloadWeek.objects.filter(cluster=cluster, week=week)
+             .values_list("pk", *WORKLOAD_KEYS) if tuple(key) in on_day]
+    for i in range(0, len(stale), DELETE_BATCH):
+        WorkloadWeek.objects.filter(pk__in=stale[i:i + DELETE_BATCH]).delete()
     return week
 
 
@@ -271,11 +279,12 @@ def _rebuild_week_keys(cluster: Cluster, week: date) -> None:
     week gets no row; keys the day does not touch keep theirs. So the week rollup always equals the sum of its
     days, and re-collecting a day converges to the same rows."""
     days = {"cluster": cluster, "day__gte": week, "day__lt": week + timedelta(days=7)}
-    kept = WorkloadWeek.objects.filter(cluster=cluster, week=week, **{k: OuterRef(k) for k in WORKLOAD_KEYS})
-    rows = (WorkloadDay.objects.filter(**days).filter(~Exists(kept))
-            .values_list(*WORKLOAD_KEYS, *SUM_COLUMNS))
+    kept = set(WorkloadWeek.objects.filter(cluster=cluster, week=week).values_list(*WORKLOAD_KEYS))  # as above
+    n = len(WORKLOAD_KEYS)
+    rows = [r for r in WorkloadDay.objects.filter(**days).values_list(*WORKLOAD_KEYS, *SUM_COLUMNS)
+            if r[:n] not in kept]
     _bulk_insert(WorkloadWeek, ["cluster_id", "week", *WORKLOAD_KEYS, *SUM_COLUMNS],
-                 [(cluster.pk, week, *r) for r in _grouped_sums(list(rows), len(WORKLOAD_KEYS))])
+                 [(cluster.pk, week, *r) for r in _grouped_sums(rows, n)])
 
 
 def rebuild_workload_week(cluster: Cluster, week: date) -> None:
