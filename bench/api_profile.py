@@ -1,7 +1,7 @@
 """bench/api_profile: where an uncached usage request's time goes, in-process, against bench/api.py's week.
 
     python bench/api_profile.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench] [--iterations 40]
-                                [--trivial-path /api/v1/teams/] [--top 25]
+                                [--trivial-path /api/v1/teams/] [--top 25] [--sort tottime]
 
 Sends bench/api.py's usage mix and the trivial endpoint through Django's test client (the whole stack below
 gunicorn: middleware, DRF, the selectors, PostgreSQL over a socket), answer cache off, and prints for each:
@@ -81,7 +81,8 @@ def main() -> None:
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
     parser.add_argument("--iterations", type=int, default=40, help="passes over the mix (and the trivial endpoint)")
     parser.add_argument("--trivial-path", default="/api/v1/teams/")
-    parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
+    parser.add_argument("--top", type=int, default=25, help="functions listed")
+    parser.add_argument("--sort", default="tottime", help="pstats order of the list: tottime (own time), cumulative")
     args = parser.parse_args()
     os.environ.update({"GPUFINOPS_API_CACHE_SECONDS": "0", "DEBUG": "0",
                        "SECRET_KEY": "bench-api-" + "x" * 50, "ALLOWED_HOSTS": "127.0.0.1",
@@ -122,7 +123,7 @@ def main() -> None:
                   if fn == name and file.endswith(suffix))
         print(f"  {label:36} {cum:7.2f} s  {cum / total:6.1%}")
     print()
-    stats.sort_stats("tottime").print_stats(args.top)
+    stats.sort_stats(args.sort).print_stats(args.top)
 
 
 if __name__ == "__main__":

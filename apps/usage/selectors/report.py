@@ -21,7 +21,13 @@ from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.figures import CapacityFigures, PrintedRows, UsageFigures, UsageRow
 from apps.usage.models import Bucket
 from apps.usage.selectors.capacity import capacity_and_provisional, has_provisional_buckets
-from apps.usage.selectors.report_queries import figure_sums, grouped_queryset, report_rows, report_source
+from apps.usage.selectors.report_queries import (
+    figure_sums,
+    grouped_queryset,
+    report_rows,
+    report_source,
+    source_kind,
+)
 from apps.usage.selectors.rollups import apply_filters, group_value, make_filters
 
 # group_by keys, in the order the API documents them.
@@ -171,7 +177,7 @@ def compute_usage_report(
     filters = make_filters(filters, cluster=cluster, team=team)
     group_by = expand_group_by(group_by)
 
-    qs, source = report_source(start, end, group_by, filters)
+    source = source_kind(start, end, group_by, filters)
     by_day = source in ("day", "workload-day")
     _check_hourly_span(start, end, group_by, by_day)
     compiled = report_rows(start=start, end=end, group_by=group_by, signal=signal, visible_teams=visible_teams,
@@ -180,7 +186,7 @@ def compute_usage_report(
         raw = _figures(compiled.rows, group_by, compiled.columns)
         capacity, provisional = compiled.capacity, compiled.provisional
     else:
-        qs = apply_filters(qs, visible_teams, filters)
+        qs = apply_filters(report_source(start, end, group_by, filters)[0], visible_teams, filters)
         raw = _grouped_rows(qs, group_by, signal, by_day)
         capacity = None
         if visible_teams is None:

@@ -5,7 +5,7 @@ Why the compiled path (issue 24, bench/README.md "2026-12-02"): every uncached `
 same few querysets to SQL again (the grouped sum, the capacity totals, the provisional check) and waited on two
 round trips after authentication. `report_rows` builds each shape's SQL once per process through the very
 querysets the ORM path runs (`grouped_queryset`, `capacity_and_provisional_sql`, `provisional_among_sql`), so both
-paths ask the database the same statements; tests/usage/test_report_queries.py compares their answers.
+paths ask the database the same statements; tests/api/test_report_queries.py compares their answers.
 """
 
 from __future__ import annotations
@@ -35,18 +35,28 @@ from apps.usage.selectors.rollups import Filters, apply_filters, group_columns, 
 SHAPES_KEPT = 256
 
 
-def report_source(start: datetime, end: datetime, group_by: Sequence[str], filters: Filters) -> tuple[QuerySet, str]:
-    """The rollup that answers exactly and cheapest: pod rows for pods (and hour-level workloads), the
-    workload day rollup for whole-day workload answers, else the usage day or hour rollup."""
+def source_kind(start: datetime, end: datetime, group_by: Sequence[str], filters: Filters) -> str:
+    """Which rows answer exactly and cheapest: pod rows for pods (and hour-level workloads, "pod"), the workload
+    day rollup for whole-day workload answers ("workload-day"), else the usage day or hour rollup ("day", "hour")."""
     by_day = is_whole_day_range(start, end) and "hour" not in group_by
     workloads = "workload" in group_by or "workload" in filters
     if "pod" in group_by or (workloads and not by_day):
-        return PodHour.objects.filter(hour__gte=start, hour__lt=end), "pod"
+        return "pod"
     if workloads:
-        return WorkloadDay.objects.filter(day__gte=start.date(), day__lt=end.date()), "workload-day"
-    if by_day:
-        return UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date()), "day"
-    return UsageHour.objects.filter(hour__gte=start, hour__lt=end), "hour"
+        return "workload-day"
+    return "day" if by_day else "hour"
+
+
+def report_source(start: datetime, end: datetime, group_by: Sequence[str], filters: Filters) -> tuple[QuerySet, str]:
+    """The rows of `source_kind` over the range, and the kind."""
+    kind = source_kind(start, end, group_by, filters)
+    if kind == "pod":
+        return PodHour.objects.filter(hour__gte=start, hour__lt=end), kind
+    if kind == "workload-day":
+        return WorkloadDay.objects.filter(day__gte=start.date(), day__lt=end.date()), kind
+    if kind == "day":
+        return UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date()), kind
+    return UsageHour.objects.filter(hour__gte=start, hour__lt=end), kind
 
 
 def figure_sums(signal: str) -> dict[str, Sum]:
