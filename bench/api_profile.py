@@ -5,10 +5,10 @@
 
 Sends bench/api.py's usage mix and the trivial endpoint through Django's test client (the whole stack below
 gunicorn: middleware, DRF, the selectors, PostgreSQL over a socket), answer cache off, and prints for each:
-process CPU and wall time per request (CPU is this process's alone, so it is much less disturbed by other load on
-the machine than wrk's requests/s; wall adds the waits on PostgreSQL), queries per request, then a cProfile of the
-usage mix: the cumulative share of named parts and the top functions. Fills the week first when it is missing
-(bench/api.py's `fill`). Nothing is asserted (bench/README.md).
+process CPU and wall time per request (CPU is this process's alone, but a busy machine still moves it by tens of per
+cent; wall adds the waits on PostgreSQL), queries per request, Python function calls per request (a count, which the
+load does not move), then a cProfile of the usage mix: the cumulative share of named parts and the top functions.
+Fills the week first when it is missing (bench/api.py's `fill`). Nothing is asserted (bench/README.md).
 """
 
 from __future__ import annotations
@@ -106,13 +106,19 @@ def main() -> None:
     print(f"trivial / usage: CPU {t_cpu / u_cpu:.1%}, wall {t_wall / u_wall:.1%} "
           "(the in-process analogue of wrk's usage / trivial requests/s)")
 
-    profile = cProfile.Profile()
-    profile.enable()
-    for _ in range(args.iterations):
-        for client, path in mix:
-            client.get(path)
-    profile.disable()
-    stats = pstats.Stats(profile)
+    # Python function calls per request: a count, so unlike CPU and wall time it does not move with the load.
+    calls = {}
+    for label, requests in (("trivial", trivial * len(mix)), ("usage", mix)):
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(args.iterations):
+            for client, path in requests:
+                client.get(path)
+        profile.disable()
+        stats = pstats.Stats(profile)
+        calls[label] = stats.total_calls / (args.iterations * len(requests))  # type: ignore[attr-defined]
+    print(f"Python function calls a request: trivial {calls['trivial']:,.0f}, usage {calls['usage']:,.0f} "
+          f"(trivial / usage {calls['trivial'] / calls['usage']:.1%})")
     total = stats.total_tt  # type: ignore[attr-defined]
     print(f"\ncProfile of the usage mix, {args.iterations} passes: {total:.2f} s in all "
           f"({total * 1000 / (args.iterations * len(mix)):.2f} ms a request with the profiler's overhead)")
