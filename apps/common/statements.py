@@ -6,8 +6,8 @@ issue 24). A shape's SQL text depends only on which filters are present and how 
 values: `Template.compile` builds it once through the ORM, from stand-in values (`Markers`), and each call fills in
 its own values. The ORM stays the one place the SQL is written; the template only remembers its output.
 
-`fetch_together` sends statements that do not depend on each other in one round trip (psycopg's pipeline mode):
-under load each round trip to the database costs a wait for the CPU.
+`fetch_together` sends statements that do not depend on each other in one round trip (psycopg's pipeline mode, with
+libpq 14 or later): under load each round trip to the database costs a wait for the CPU.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from django.db import connection
@@ -22,6 +23,7 @@ from django.db.models import QuerySet
 
 # A parameter's origin: a value by name (True: that value's date()), or None for a constant of the shape.
 Slot = tuple[str, bool] | None
+_TEXT_MARKER = "\x00marker\x00"  # no real value starts with a NUL (PostgreSQL text cannot hold one)
 
 
 class Markers:
@@ -33,7 +35,7 @@ class Markers:
 
     def text(self, name: str) -> str:
         """A string value; markers of one prefix sort in the order of their names' indexes (`texts`)."""
-        value = f"\x00marker\x00{name}"
+        value = f"{_TEXT_MARKER}{name}"
         self._slots[value] = (name, False)
         return value
 
@@ -75,6 +77,10 @@ class Template:
         markers = Markers()
         sql, params = build(markers)
         slots = tuple(markers.slot(p) for p in params)
+        for slot, param in zip(slots, params, strict=True):
+            if slot is None and isinstance(param, str) and _TEXT_MARKER in param:
+                # The ORM changed a marker on its way into the SQL: it cannot be traced, so fail, never send it.
+                raise ValueError(f"a marker value was transformed while compiling: {param!r}")
         return cls(sql, slots, tuple(None if s is not None else p for s, p in zip(slots, params, strict=True)))
 
     def params(self, values: Mapping[str, Any]) -> list[Any]:
@@ -124,7 +130,7 @@ def fetch_together(statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list
     Statements must not depend on each other's effects (reads)."""
     connection.ensure_connection()
     raw = connection.connection
-    pipelined = connection.vendor == "postgresql" and len(statements) > 1
+    pipelined = connection.vendor == "postgresql" and len(statements) > 1 and _pipeline_supported()
     cursors = [connection.cursor() for _ in statements]
     try:
         if pipelined:
@@ -139,3 +145,10 @@ def fetch_together(statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list
         for cur in cursors:
             cur.close()
 
+
+@lru_cache(maxsize=1)
+def _pipeline_supported() -> bool:
+    """psycopg's pipeline mode needs libpq 14 or later (the binary wheel bundles one); older: one by one."""
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 from datetime import timedelta
 
+import pytest
+
 from apps.usage.selectors import capacity_and_provisional, expand_group_by, has_provisional_buckets, make_filters
 from apps.usage.selectors.report_queries import _statements, grouped_queryset, report_rows, report_source
 from apps.usage.selectors.rollups import apply_filters
@@ -90,3 +92,16 @@ def test_a_caller_without_teams_is_answered_by_the_orm_path(ledger, postgres_db)
     assert report_rows(start=start, end=end, group_by=["team"], signal="sm_active", visible_teams=set(),
                        filters={}) is None
 
+
+
+def test_a_marker_the_orm_transforms_fails_the_compilation_instead_of_reaching_the_database(db):
+    from apps.common.statements import Template
+    from apps.inventory.models import Team
+
+    def build(m):
+        return Team.objects.filter(name__icontains=m.text("name")).values("name").query.sql_with_params()
+
+    with pytest.raises(ValueError, match="transformed"):
+        Template.compile(build)
+    traced = Template.compile(lambda m: Team.objects.filter(name=m.text("name")).values("name").query.sql_with_params())
+    assert traced.params({"name": "vision"}) == ["vision"]
