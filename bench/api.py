@@ -235,6 +235,52 @@ def _compare_trivial(port: int, mix: list[tuple[str, str]], tokens: dict[str, st
     print(f"usage / trivial = {u / t:.1%} (goal: at least 60 %)")
 
 
+def prepare(db: str, ns_per_team: int) -> tuple[datetime, datetime, dict[str, str]]:
+    """Migrates `db` (created if needed), fills the last 7 whole days when missing, and gives the week's bounds and
+    a fresh token for the staff user and for the member of team-03 (also bench/api_profile.py's set-up)."""
+    os.environ["DATABASE_URL"] = db
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
+    from common import ensure_db  # bench/common.py (the script's folder is on sys.path)
+
+    ensure_db(db)
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from apps.accounts.services import add_team_member, create_api_token
+
+    call_command("migrate", verbosity=0)
+    end = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = end - timedelta(days=7)
+    fill(start, end, ns_per_team)
+    staff = User.objects.get_or_create(username="bench-api-staff", defaults={"is_staff": True})[0]
+    member = User.objects.get_or_create(username="bench-api-member")[0]
+    # The fill writes ledger rows only; the collector would have recorded the team from its labels.
+    add_team_member("team-03", member.username, create=True)
+    return start, end, {"staff": create_api_token(staff, 1), "member": create_api_token(member, 1)}
+
+
+def query_mix(start: datetime, end: datetime, *, with_hourly: bool = False) -> list[tuple[str, str]]:
+    """The usage queries the benchmark sends (who, path): six as staff, two as a member of team-03 (also what
+    bench/api_profile.py profiles in-process)."""
+    week = f"start={start:%Y-%m-%d}&end={end:%Y-%m-%d}"
+    mix = [
+        ("staff", "/api/v1/usage/"),  # default: last 7 whole days by team
+        ("staff", f"/api/v1/usage/?{week}&group_by=team,namespace"),
+        ("staff", f"/api/v1/usage/?{week}&group_by=cluster,node_group,gpu_model"),
+        ("staff", f"/api/v1/usage/?{week}&group_by=team,day"),
+        ("staff", f"/api/v1/usage/?{week}&group_by=team&signal=gpu_util"),
+        ("staff", f"/api/v1/usage/?{week}&group_by=team,namespace,gpu_model&format=csv"),
+        ("member", f"/api/v1/usage/?{week}&group_by=namespace,day"),
+        ("member", "/api/v1/usage/"),
+    ]
+    if with_hourly:
+        mix.append(("staff", f"/api/v1/usage/?{week}&group_by=team,hour"))
+    return mix
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="postgres://postgres@127.0.0.1:5432/gpufinops_bench")
@@ -261,42 +307,8 @@ def main() -> None:
         os.environ["GPUFINOPS_API_CACHE_SECONDS"] = "0"  # uncached usage: gunicorn inherits the environment
         print(f"load average before the run: {' / '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
 
-    os.environ["DATABASE_URL"] = args.db
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpufinops.settings")
-    from common import ensure_db  # bench/common.py (the script's folder is on sys.path)
-
-    ensure_db(args.db)
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-
-    from apps.accounts.services import add_team_member, create_api_token
-
-    call_command("migrate", verbosity=0)
-    end = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    start = end - timedelta(days=7)
-    fill(start, end, args.namespaces_per_team)
-    staff = User.objects.get_or_create(username="bench-api-staff", defaults={"is_staff": True})[0]
-    member = User.objects.get_or_create(username="bench-api-member")[0]
-    # The fill writes ledger rows only; the collector would have recorded the team from its labels.
-    add_team_member("team-03", member.username, create=True)
-    tokens = {"staff": create_api_token(staff, 1), "member": create_api_token(member, 1)}
-
-    week = f"start={start:%Y-%m-%d}&end={end:%Y-%m-%d}"
-    mix = [
-        ("staff", "/api/v1/usage/"),  # default: last 7 whole days by team
-        ("staff", f"/api/v1/usage/?{week}&group_by=team,namespace"),
-        ("staff", f"/api/v1/usage/?{week}&group_by=cluster,node_group,gpu_model"),
-        ("staff", f"/api/v1/usage/?{week}&group_by=team,day"),
-        ("staff", f"/api/v1/usage/?{week}&group_by=team&signal=gpu_util"),
-        ("staff", f"/api/v1/usage/?{week}&group_by=team,namespace,gpu_model&format=csv"),
-        ("member", f"/api/v1/usage/?{week}&group_by=namespace,day"),
-        ("member", "/api/v1/usage/"),
-    ]
-    if args.with_hourly:
-        mix.append(("staff", f"/api/v1/usage/?{week}&group_by=team,hour"))
+    start, end, tokens = prepare(args.db, args.namespaces_per_team)
+    mix = query_mix(start, end, with_hourly=args.with_hourly)
 
     port = _free_port()
     env = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -71,14 +72,36 @@ def capacity_and_provisional(
     if connection.vendor != "postgresql":  # elsewhere Django's converters shape the sums: two queries
         capacity = capacity_totals(start=start, end=end, clusters=names, by_day=by_day)
         return capacity, has_provisional_buckets(start=start, end=end, clusters=names)
+    sql, params = capacity_and_provisional_sql(start, end, names, by_day)
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        row = cur.fetchone()
+    return capacity_and_provisional_of(row)
+
+
+def capacity_and_provisional_sql(
+    start: datetime, end: datetime, names: Sequence[str], by_day: bool | None,
+) -> tuple[str, list[Any]]:
+    """`capacity_and_provisional`'s one statement (PostgreSQL): the two querysets' own SQL, composed."""
     rows = _capacity_rows(start, end, names, by_day).order_by().values(*CAPACITY_FIELDS)
     rows_sql, rows_params = rows.query.sql_with_params()
     prov_sql, prov_params = _provisional_rows(start, end, names, None).order_by().values("id").query.sql_with_params()
     sums = ", ".join(f'SUM(capacity_rows."{name}")' for name in CAPACITY_FIELDS)
-    with connection.cursor() as cur:
-        cur.execute(f"SELECT {sums}, EXISTS({prov_sql}) FROM ({rows_sql}) capacity_rows", [*prov_params, *rows_params])
-        *values, provisional = cur.fetchone()
+    return (f"SELECT {sums}, EXISTS({prov_sql}) FROM ({rows_sql}) capacity_rows", [*prov_params, *rows_params])
+
+
+def capacity_and_provisional_of(row: Sequence[Any]) -> tuple[CapacityFigures, bool]:
+    """The figures and the flag from `capacity_and_provisional_sql`'s one row."""
+    *values, provisional = row
     return CapacityFigures.from_sums(dict(zip(CAPACITY_FIELDS, values, strict=True))), bool(provisional)
+
+
+def provisional_among_sql(
+    start: datetime, end: datetime, names: Sequence[str], among: QuerySet,
+) -> tuple[str, list[Any]]:
+    """`has_provisional_buckets(..., among=...)` as one `SELECT EXISTS(...)` statement (one boolean row)."""
+    sql, params = _provisional_rows(start, end, names, among).order_by().values("id").query.sql_with_params()
+    return f"SELECT EXISTS({sql})", list(params)
 
 
 def capacity_rows(

@@ -13,22 +13,22 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Max, QuerySet, Subquery, Sum
+from django.db.models import Count, Max, QuerySet, Subquery
 
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.figures import CapacityFigures, PrintedRows, UsageFigures, UsageRow
-from apps.usage.models import Bucket, PodHour, UsageDay, UsageHour, WorkloadDay
+from apps.usage.models import Bucket
 from apps.usage.selectors.capacity import capacity_and_provisional, has_provisional_buckets
-from apps.usage.selectors.rollups import (
-    Filters,
-    apply_filters,
-    group_columns,
-    group_value,
-    is_whole_day_range,
-    make_filters,
+from apps.usage.selectors.report_queries import (
+    figure_sums,
+    grouped_queryset,
+    report_rows,
+    report_source,
+    source_kind,
 )
+from apps.usage.selectors.rollups import apply_filters, group_value, make_filters
 
 # group_by keys, in the order the API documents them.
 GROUP_KEYS: tuple[str, ...] = (
@@ -41,20 +41,6 @@ IMPLIED_KEYS: dict[str, tuple[str, ...]] = {"workload": ("namespace",),
 # Part of the cache key: a cached answer is a pickled `UsageReport`, and one of an older shape (a shared Redis
 # across a deploy) must never be read back as the new one. Bump when UsageReport or its figures change shape.
 CACHE_FORMAT = 2
-
-
-def _source(start: datetime, end: datetime, group_by: Sequence[str], filters: Filters) -> tuple[QuerySet, str]:
-    """The rollup that answers exactly and cheapest: pod rows for pods (and hour-level workloads), the
-    workload day rollup for whole-day workload answers, else the usage day or hour rollup."""
-    by_day = is_whole_day_range(start, end) and "hour" not in group_by
-    workloads = "workload" in group_by or "workload" in filters
-    if "pod" in group_by or (workloads and not by_day):
-        return PodHour.objects.filter(hour__gte=start, hour__lt=end), "pod"
-    if workloads:
-        return WorkloadDay.objects.filter(day__gte=start.date(), day__lt=end.date()), "workload-day"
-    if by_day:
-        return UsageDay.objects.filter(day__gte=start.date(), day__lt=end.date()), "day"
-    return UsageHour.objects.filter(hour__gte=start, hour__lt=end), "hour"
 
 
 def expand_group_by(group_by: Sequence[str]) -> list[str]:
@@ -191,21 +177,26 @@ def compute_usage_report(
     filters = make_filters(filters, cluster=cluster, team=team)
     group_by = expand_group_by(group_by)
 
-    qs, source = _source(start, end, group_by, filters)
+    source = source_kind(start, end, group_by, filters)
     by_day = source in ("day", "workload-day")
     _check_hourly_span(start, end, group_by, by_day)
-    qs = apply_filters(qs, visible_teams, filters)
-    raw = _grouped_rows(qs, group_by, signal, by_day)
-
-    capacity = None
-    if visible_teams is None:
-        capacity, provisional = capacity_and_provisional(
-            start=start, end=end, clusters=filters.get("cluster"), by_day=by_day
-        )
+    compiled = report_rows(start=start, end=end, group_by=group_by, signal=signal, visible_teams=visible_teams,
+                           filters=filters)
+    if compiled is not None:  # PostgreSQL: the same statements, compiled once per shape, one round trip
+        raw = _figures(compiled.rows, group_by, compiled.columns)
+        capacity, provisional = compiled.capacity, compiled.provisional
     else:
-        provisional = has_provisional_buckets(
-            start=start, end=end, clusters=filters.get("cluster"), among=qs.values("cluster_id")
-        )
+        qs = apply_filters(report_source(start, end, group_by, filters)[0], visible_teams, filters)
+        raw = _grouped_rows(qs, group_by, signal, by_day)
+        capacity = None
+        if visible_teams is None:
+            capacity, provisional = capacity_and_provisional(
+                start=start, end=end, clusters=filters.get("cluster"), by_day=by_day
+            )
+        else:
+            provisional = has_provisional_buckets(
+                start=start, end=end, clusters=filters.get("cluster"), among=qs.values("cluster_id")
+            )
     sums = UsageFigures.exact_sum([figures for _group, figures in raw])
     return UsageReport(
         start=start,
@@ -235,24 +226,17 @@ def _grouped_rows(
     qs: QuerySet, group_by: Sequence[str], signal: str, by_day: bool
 ) -> list[tuple[dict[str, str], UsageFigures]]:
     """Each group's values and its unrounded figures under `signal` (at most GPUFINOPS_API_MAX_ROWS groups)."""
-    qs, columns = group_columns(qs, group_by, by_day=by_day, cluster_column="cluster_id")
-    sums = {
-        "_allocated": Sum("allocated_gpu_hours"),
-        "_working": Sum(f"working_{signal}"),
-        "_idle": Sum(f"idle_{signal}"),
-        "_unmeasured": Sum(f"unmeasured_{signal}"),
-        "_cost": Sum("cost"),
-        "_idle_cost": Sum(f"idle_cost_{signal}"),
-        "_unpriced": Sum("unpriced_gpu_hours"),
-    }
-    if not columns:  # no group: one row of the sums, none when nothing matched (`values()` would group by every column)
-        total = qs.aggregate(**sums)
-        rows = [total] if total["_allocated"] is not None else []
-    else:
-        # The cluster's name joined in the same query (one name per id: grouping by both is grouping by the id).
-        named = ["cluster__name"] if "cluster" in group_by else []
-        grouped = qs.values(*columns, *named).annotate(**sums).order_by(*columns)
-        rows = list(grouped[: settings.GPUFINOPS_API_MAX_ROWS + 1])
+    # No group: one row of the sums, none when nothing matched (`values()` would group by every column).
+    if not group_by:
+        total = qs.aggregate(**figure_sums(signal))
+        return _figures([total] if total["_allocated"] is not None else [], group_by, [])
+    grouped, columns = grouped_queryset(qs, group_by, signal, by_day)
+    return _figures(list(grouped), group_by, columns)
+
+
+def _figures(rows: Sequence[Mapping[str, Any]], group_by: Sequence[str],
+             columns: Sequence[str]) -> list[tuple[dict[str, str], UsageFigures]]:
+    """The grouped sum's rows as group values and figures; more than GPUFINOPS_API_MAX_ROWS is `TooLarge`."""
     if len(rows) > settings.GPUFINOPS_API_MAX_ROWS:
         raise TooLarge(
             "group_by",
