@@ -365,7 +365,8 @@ LONG_FIXTURES = frozenset({
 })
 # Package- or session-scoped worlds several modules share: their tests form one pytest-xdist group (one worker), so
 # the world is built once, not once per worker that draws one of the modules.
-SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo", "shared_mixed_collection": "mixed-collection"}
+SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo", "shared_mixed_collection": "mixed-collection",
+                       "shared_priced_day": "priced-demo-day"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)

@@ -230,3 +230,20 @@ def shared_mixed_collection(shared_rows, sim_mixed, sim_mixed_noattr) -> dict[st
 @pytest.fixture
 def mixed_collection(shared_mixed_collection, db) -> dict[str, MixedCollection]:
     return shared_mixed_collection
+
+
+# The demo's day collected with findings at DEMO_PRICES once for the findings' and the savings' oracle tests
+# (tests/findings/test_oracle_differential.py, tests/savings/test_oracle_differential.py; one pytest-xdist group,
+# SHARED_WORLD_GROUPS in tests/conftest.py). Each test's own writes are rolled back (tests/harness/shared_rows.py).
+WORLD_FIXTURES.add("shared_priced_day")
+
+
+@pytest.fixture
+def shared_priced_day(shared_rows, sim_world) -> int:
+    return shared_rows.world("shared_priced_day", lambda: collect_priced(sim_world).pk)
+
+
+@pytest.fixture
+def priced_day(shared_priced_day, db) -> Cluster:
+    """The priced cluster, read afresh (what a test writes to it is rolled back)."""
+    return Cluster.objects.get(pk=shared_priced_day)
