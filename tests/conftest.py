@@ -359,12 +359,14 @@ SERVICE_FIXTURES = frozenset({
 # Fixtures whose tests take tens of seconds to minutes (a simulated history in a real Prometheus, real workers).
 LONG_FIXTURES = frozenset({
     "sim_world", "sim_world_exported", "sim_world_recorded", "sim_world_no_node_name", "week_world",
+    "sim_mixed", "sim_mixed_noattr", "shared_mixed_collection",
     "prometheus_factory",
     "celery_worker_factory", "celery_worker_proc", "demo_site", "browser",
 })
 # Package- or session-scoped worlds several modules share: their tests form one pytest-xdist group (one worker), so
 # the world is built once, not once per worker that draws one of the modules.
-SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo"}
+SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo", "shared_mixed_collection": "mixed-collection",
+                       "shared_priced_day": "priced-demo-day"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (`--dist loadgroup`)

@@ -41,21 +41,25 @@ HEALTH_VARIANTS = {**VARIANTS, "renamed": tuple(a for old, new in RENAMES.items(
 HEALTH_HOURS = (33, 42)
 
 
-def _pair(tmp_path_factory, since: datetime, until: datetime, extra: tuple, scenario: str = "demo",
+def _pair(since: datetime, until: datetime, extra: tuple, scenario: str = "demo",
           days: float = DAYS):
     """(real Prometheus, simulated Prometheus) over [since, until) of a scenario (the demo), shaped by `extra`
     options."""
+    from tests.harness import cache
+    from tests.harness.prometheus import history_blocks
     from tests.harness.prometheus import start_prometheus as start_real
 
     require_binary("prometheus")
     require_binary("promtool")
-    path = tmp_path_factory.mktemp("om") / "history.om"
-    call_command(
-        "simulate", "export-openmetrics", "--scenario", scenario, "--since", since.isoformat(), "--until",
-        until.isoformat(), "--end", END.isoformat(), "--days", str(days), "--step", str(STEP), "--out", str(path),
-        *extra,
+    # The export is a pure function of these arguments and the simulator's code (END is fixed): its blocks are cached
+    # by them (tests/harness/prometheus.py), so a later session costs neither the export nor promtool.
+    argv = ["--scenario", scenario, "--since", since.isoformat(), "--until", until.isoformat(), "--end",
+            END.isoformat(), "--days", str(days), "--step", str(STEP), *extra]
+    blocks = history_blocks(
+        ["against-real", *argv], cache.source_files("devtools/simulator", "devtools/management"),
+        lambda path: call_command("simulate", "export-openmetrics", *argv, "--out", str(path)),
     )
-    real = start_real(path)
+    real = start_real(None, blocks=blocks)
     real.wait_for("kube_node_labels", at=until.timestamp() - STEP, timeout=60)
     exported = "--exported-labels" in extra
     renames = dict(extra[i + 1].split("=", 1) for i, a in enumerate(extra) if a == "--rename-metric")
@@ -68,20 +72,20 @@ def _pair(tmp_path_factory, since: datetime, until: datetime, extra: tuple, scen
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def pair(request, tmp_path_factory):
+def pair(request):
     """(real Prometheus, simulated Prometheus) over the same last hours of the demo, in one label variant."""
-    real, simulated = _pair(tmp_path_factory, END - timedelta(hours=HOURS), END, VARIANTS[request.param])
+    real, simulated = _pair(END - timedelta(hours=HOURS), END, VARIANTS[request.param])
     yield real, simulated
     simulated.stop()
     real.close()
 
 
 @pytest.fixture(scope="module", params=sorted(HEALTH_VARIANTS))
-def health_pair(request, tmp_path_factory):
+def health_pair(request):
     """The same over the hours of the demo's health events, in one label or metric-name variant."""
     start = END - timedelta(days=DAYS)
     since, until = (start + timedelta(hours=h) for h in HEALTH_HOURS)
-    real, simulated = _pair(tmp_path_factory, since, until, HEALTH_VARIANTS[request.param])
+    real, simulated = _pair(since, until, HEALTH_VARIANTS[request.param])
     yield real, simulated, since, until
     simulated.stop()
     real.close()
@@ -264,9 +268,9 @@ MIXED_HOURS = 12  # back to where the shared claim has its two consumers
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def mixed_pair(request, tmp_path_factory):
+def mixed_pair(request):
     """(real Prometheus, simulated Prometheus) over the last hours of the mixed cluster (DRA, HAMi)."""
-    real, simulated = _pair(tmp_path_factory, END - timedelta(hours=MIXED_HOURS), END, VARIANTS[request.param],
+    real, simulated = _pair(END - timedelta(hours=MIXED_HOURS), END, VARIANTS[request.param],
                             scenario="mixed", days=3)
     yield real, simulated
     simulated.stop()

@@ -20,6 +20,9 @@ from tests.findings import world
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary
 
+# test_mixed_findings reads the collection of `mixed` that tests/ingest/test_collect_dra.py reads (made once)
+from tests.ingest.conftest import mixed_collection, shared_mixed_collection, sim_mixed, sim_mixed_noattr  # noqa: F401
+
 
 @pytest.fixture(scope="module", params=["plain", "exported"])
 def hand_prometheus(request, tmp_path_factory) -> Iterator[tuple[str, PrometheusServer]]:

@@ -8,9 +8,10 @@ import pytest
 
 from apps.findings.models import Finding
 from apps.findings.selectors import listed_q
-from tests.ingest.conftest import DEMO_PRICES, collect_priced, sim_world  # noqa: F401 (the session's world)
+from tests.ingest.conftest import DEMO_PRICES, priced_day, shared_priced_day, sim_world  # noqa: F401 (the session's)
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+# No `django_db` mark: the shared priced day opens its transaction before `db` (tests/harness/shared_rows.py).
+pytestmark = pytest.mark.services
 PRICES = DEMO_PRICES
 KINDS = ("unhealthy_gpu", "straggler", "unattributed_activity", "idle_held")
 
@@ -31,8 +32,9 @@ def product_key(f: Finding) -> tuple[str, str]:
 
 
 @pytest.fixture
-def collected(sim_world):  # noqa: F811
-    return collect_priced(sim_world, PRICES)
+def collected(priced_day):  # noqa: F811
+    """The demo's day collected at PRICES, shared with the other oracle tests (tests/ingest/conftest.py)."""
+    return priced_day
 
 
 def test_every_finding_of_the_demo_is_found_with_its_start_end_gpu_hours_and_cost(sim_world, collected):  # noqa: F811

@@ -16,6 +16,7 @@ from apps.inventory.models import Cluster
 from tests.harness import cache
 from tests.harness.prometheus import PrometheusServer, history_blocks, start_prometheus
 from tests.harness.services import require_binary
+from tests.harness.shared_rows import WORLD_FIXTURES
 
 WINDOW_HOURS = 24
 # One end for every world of the session, so worlds built minutes apart describe the same hours.
@@ -130,3 +131,119 @@ def collect_priced(world: SimWorld, prices: dict[str, Decimal] = DEMO_PRICES) ->
     report = collect_cluster(cluster, world.hours, now=world.end)
     assert report.ok and not report.findings_failed, (report.failed, report.findings_failed)
     return cluster
+
+
+# --- `mixed` and `mixed-noattr` read every 5 minutes, once for the ledger's and the findings' tests -----------------
+
+SNAPSHOT = timedelta(minutes=5)
+# The last hours of the window: every DRA and HAMi case of `mixed` happens in them, with the idle claim's whole run and
+# most of the oversubscribed GPU's.
+MIXED_HOURS = 14
+# The price card the findings of `mixed` are charged at (from three days before the window's end).
+MIXED_PRICES = {"NVIDIA-H100-80GB-HBM3": Decimal("4.00"), "NVIDIA-A100-SXM4-80GB": Decimal("2.50"),
+                "NVIDIA-L4": Decimal("0.80")}
+
+
+@pytest.fixture(scope="session")
+def sim_mixed(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
+    yield from mixed_world(tmp_path_factory, "mixed")
+
+
+@pytest.fixture(scope="session")
+def sim_mixed_noattr(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
+    yield from mixed_world(tmp_path_factory, "mixed-noattr")
+
+
+def collect_every_five_minutes(cluster: Cluster, world: SimWorld, hours: list[datetime]) -> list:
+    """Snapshots every 5 minutes through each hour, then the hour's bucket and its findings, as beat drives the
+    collector. Claims made from templates are deleted with their pods and the API keeps no allocation history, so a
+    DRA cluster is read as the collector reads it in production. Returns each bucket's result."""
+    import dataclasses
+
+    from apps.ingest.collectors.kubernetes import read_snapshot
+    from apps.ingest.collectors.prometheus import PrometheusSource
+    from apps.ingest.services import record_findings, record_snapshot
+    from apps.usage import services as ledger
+
+    source = PrometheusSource(cluster)
+    at = hours[0]
+    results = []
+    for hour in hours:
+        snap = None
+        while at <= hour + timedelta(hours=1):
+            world.server.set_time(at)
+            snap = dataclasses.replace(read_snapshot(cluster), taken_at=at)
+            record_snapshot(cluster, snap)
+            at += SNAPSHOT
+        at -= SNAPSHOT  # the hour's last read is the next hour's first
+        outcome = ledger.collect_bucket(cluster, hour, now=world.end, source=source,
+                                        namespace_labels=snap.namespace_labels, owner="test")
+        assert outcome.state == "written", outcome.error
+        assert record_findings(cluster, hour, outcome, source) == ""  # findings read DRA and HAMi rows too
+        results.append(outcome.result)
+    world.server.set_time(world.end)
+    return results
+
+
+@dataclass(frozen=True)
+class MixedCollection:
+    """One world's cluster collected every 5 minutes over `hours`, and each bucket's result."""
+
+    world: SimWorld
+    cluster_pk: int
+    hours: list[datetime]
+    results: list
+
+    @property
+    def cluster(self) -> Cluster:
+        return Cluster.objects.get(pk=self.cluster_pk)  # fresh: a test's writes to it are rolled back
+
+    @property
+    def window(self) -> tuple[datetime, datetime]:
+        return self.hours[0], self.hours[-1] + timedelta(hours=1)
+
+
+def _collect_mixed(mixed: SimWorld, noattr: SimWorld) -> dict[str, MixedCollection]:
+    from apps.inventory.services import set_price
+
+    for model, price in MIXED_PRICES.items():
+        set_price(model, price, (mixed.end - timedelta(days=3)).date())
+    out = {}
+    for key, world, name in (("mixed", mixed, "sim-mixed"), ("noattr", noattr, "sim-mixed-noattr")):
+        cluster = make_cluster(world, name=name)
+        hours = world.hours[-MIXED_HOURS:]
+        out[key] = MixedCollection(world, cluster.pk, hours, collect_every_five_minutes(cluster, world, hours))
+    return out
+
+
+# Reading `mixed` and `mixed-noattr` every 5 minutes is the most expensive collection of the suite: the ledger's
+# (tests/ingest/test_collect_dra.py) and the findings' (tests/findings/test_mixed_findings.py) tests read one, built
+# once (tests/harness/shared_rows.py) on one pytest-xdist worker (SHARED_WORLD_GROUPS, tests/conftest.py).
+WORLD_FIXTURES.add("shared_mixed_collection")
+
+
+@pytest.fixture
+def shared_mixed_collection(shared_rows, sim_mixed, sim_mixed_noattr) -> dict[str, MixedCollection]:
+    return shared_rows.world("shared_mixed_collection", lambda: _collect_mixed(sim_mixed, sim_mixed_noattr))
+
+
+@pytest.fixture
+def mixed_collection(shared_mixed_collection, db) -> dict[str, MixedCollection]:
+    return shared_mixed_collection
+
+
+# The demo's day collected with findings at DEMO_PRICES once for the findings' and the savings' oracle tests
+# (tests/findings/test_oracle_differential.py, tests/savings/test_oracle_differential.py; one pytest-xdist group,
+# SHARED_WORLD_GROUPS in tests/conftest.py). Each test's own writes are rolled back (tests/harness/shared_rows.py).
+WORLD_FIXTURES.add("shared_priced_day")
+
+
+@pytest.fixture
+def shared_priced_day(shared_rows, sim_world) -> int:
+    return shared_rows.world("shared_priced_day", lambda: collect_priced(sim_world).pk)
+
+
+@pytest.fixture
+def priced_day(shared_priced_day, db) -> Cluster:
+    """The priced cluster, read afresh (what a test writes to it is rolled back)."""
+    return Cluster.objects.get(pk=shared_priced_day)

@@ -9,12 +9,33 @@ import pytest
 from django.db.models import Sum
 
 from apps.ingest.services import collect_cluster
+from apps.inventory.models import Cluster
 from apps.usage.activity import SIGNALS
 from apps.usage.models import Bucket, NodeHour, PodHour, UsageDay, UsageHour
+from tests.harness.shared_rows import WORLD_FIXTURES
 from tests.ingest.conftest import make_cluster
 from tests.invariants import ledger_violations
 
-pytestmark = pytest.mark.django_db
+# The demo's day collected once for the tests that read it (tests/harness/shared_rows.py): each test's own writes (a
+# broken row, five recollections) are rolled back before the next. (No `django_db` mark: the world opens its transaction
+# before `db`.)
+WORLD_FIXTURES.add("shared_collected_day")
+
+
+@pytest.fixture
+def shared_collected_day(shared_rows, sim_world):  # type: ignore[no-untyped-def]
+    def build():  # type: ignore[no-untyped-def]
+        cluster = make_cluster(sim_world)
+        return cluster.pk, collect_cluster(cluster, sim_world.hours, now=sim_world.end)
+
+    return shared_rows.world("shared_collected_day", build)
+
+
+@pytest.fixture
+def collected_day(shared_collected_day, db):  # type: ignore[no-untyped-def]
+    """(the cluster, freshly read, and the report of collecting the demo's 24 hours)"""
+    pk, report = shared_collected_day
+    return Cluster.objects.get(pk=pk), report
 
 
 def ledger_by_team_hour(cluster, signal="sm_active"):
@@ -37,11 +58,10 @@ def checksum() -> str:
     return h.hexdigest()
 
 
-def test_it_matches_the_oracle_per_team_and_hour(sim_world):
+def test_it_matches_the_oracle_per_team_and_hour(sim_world, collected_day):
     from tests.oracle import expected_ledger
 
-    cluster = make_cluster(sim_world)
-    report = collect_cluster(cluster, sim_world.hours, now=sim_world.end)
+    cluster, report = collected_day
     assert report.ok, report.failed
     assert len(report.written) == 24
     for signal in ("sm_active", "gpu_util"):
@@ -56,9 +76,8 @@ def test_it_matches_the_oracle_per_team_and_hour(sim_world):
             assert g["working"] == pytest.approx(e["working"], rel=0.01, abs=1e-3), (signal, key)
 
 
-def test_it_holds_every_ledger_invariant_on_every_bucket(sim_world):
-    cluster = make_cluster(sim_world)
-    collect_cluster(cluster, sim_world.hours, now=sim_world.end)
+def test_it_holds_every_ledger_invariant_on_every_bucket(sim_world, collected_day):
+    cluster, _report = collected_day
     assert Bucket.objects.filter(cluster=cluster, status="ok", state="final").count() == 24
     for r in PodHour.objects.filter(cluster=cluster):
         for s in SIGNALS:
@@ -91,9 +110,8 @@ def test_it_holds_every_ledger_invariant_on_every_bucket(sim_world):
                       "day rollup = sum of its hours": 1}
 
 
-def test_it_converges_when_recollected_five_times(sim_world):
-    cluster = make_cluster(sim_world)
-    collect_cluster(cluster, sim_world.hours, now=sim_world.end)
+def test_it_converges_when_recollected_five_times(sim_world, collected_day):
+    cluster, _report = collected_day
     first = checksum()
     assert PodHour.objects.exists()
     for _ in range(5):
@@ -101,7 +119,7 @@ def test_it_converges_when_recollected_five_times(sim_world):
         assert checksum() == first
 
 
-def test_it_gives_the_same_ledger_for_both_label_variants(sim_world, sim_world_exported):
+def test_it_gives_the_same_ledger_for_both_label_variants(sim_world, sim_world_exported, db):
     a = make_cluster(sim_world, name="plain")
     b = make_cluster(sim_world_exported, name="exported")
     assert collect_cluster(a, sim_world.hours[-4:], now=sim_world.end).ok

@@ -3,67 +3,30 @@ Kubernetes API over HTTP, a real Prometheus backfilled with its history), equal 
 
 Claims made from templates are deleted with their pods and the API keeps no allocation history, so the cluster is
 read as the collector reads it in production: every 5 minutes, each hour's bucket collected once its hour ended.
+`mixed` and `mixed-noattr` are collected once for these tests and tests/findings/test_mixed_findings.py
+(tests/ingest/conftest.py, `mixed_collection`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from datetime import timedelta
 
 import pytest
 
-from apps.ingest.collectors.kubernetes import read_snapshot
-from apps.ingest.collectors.prometheus import PrometheusSource
-from apps.ingest.services import record_findings, record_snapshot
 from apps.inventory.models import Node
-from apps.usage import services as ledger
 from apps.usage.activity import SIGNALS
 from apps.usage.models import Bucket, NodeHour, PodHour
-from tests.ingest.conftest import make_cluster, mixed_world
+from tests.ingest.conftest import MIXED_HOURS, collect_every_five_minutes, make_cluster, mixed_world
 from tests.invariants import ledger_violations
 
-pytestmark = [pytest.mark.django_db, pytest.mark.services]
-
-HOURS = 12  # the last hours of the window: every DRA and HAMi case of `mixed` happens in them
-SNAPSHOT = timedelta(minutes=5)
-
-
-@pytest.fixture(scope="module")
-def mixed(tmp_path_factory, django_db_setup, django_db_blocker):
-    yield from mixed_world(tmp_path_factory, "mixed")
-
-
-@pytest.fixture(scope="module")
-def mixed_noattr(tmp_path_factory, django_db_setup, django_db_blocker):
-    yield from mixed_world(tmp_path_factory, "mixed-noattr")
+# No `django_db` mark: the shared collection opens its transaction before `db` (tests/harness/shared_rows.py).
+pytestmark = pytest.mark.services
 
 
 @pytest.fixture(scope="module")
 def mixed_v1beta1(tmp_path_factory, django_db_setup, django_db_blocker):
     yield from mixed_world(tmp_path_factory, "mixed-v1beta1")
-
-
-def collect_hour_by_hour(cluster, world, hours):
-    """Snapshots every 5 minutes through each hour, then the hour's bucket, as beat drives the collector."""
-    source = PrometheusSource(cluster)
-    at = hours[0]
-    results = []
-    for hour in hours:
-        snap = None
-        while at <= hour + timedelta(hours=1):
-            world.server.set_time(at)
-            snap = dataclasses.replace(read_snapshot(cluster), taken_at=at)
-            record_snapshot(cluster, snap)
-            at += SNAPSHOT
-        at -= SNAPSHOT  # the hour's last read is the next hour's first
-        outcome = ledger.collect_bucket(cluster, hour, now=world.end, source=source,
-                                        namespace_labels=snap.namespace_labels, owner="test")
-        assert outcome.state == "written", outcome.error
-        assert record_findings(cluster, hour, outcome, source) == ""  # findings read DRA and HAMi rows too
-        results.append(outcome.result)
-    world.server.set_time(world.end)
-    return results
 
 
 def _sums(rows, key):
@@ -92,11 +55,9 @@ def _compare(expected, got, what):
         assert g["working"] == pytest.approx(e["working"], rel=0.01, abs=1e-3), (what, key)
 
 
-def _check_against_oracle(world, cluster):
+def _check_against_oracle(world, cluster, hours):
     from tests.oracle import expected_ledger
 
-    hours = world.hours[-HOURS:]
-    results = collect_hour_by_hour(cluster, world, hours)
     start, end = hours[0], hours[-1] + timedelta(hours=1)
     for signal in ("sm_active", "gpu_util"):
         led = expected_ledger(world.scenario, start, end, signal=signal)
@@ -119,12 +80,12 @@ def _check_against_oracle(world, cluster):
         for s in SIGNALS:
             total = getattr(r, f"working_{s}") + getattr(r, f"idle_{s}") + getattr(r, f"unmeasured_{s}")
             assert r.allocated_gpu_hours == pytest.approx(total, abs=1e-9)
-    return results
 
 
-def test_mixed_cluster_matches_the_oracle_per_team_workload_and_node(mixed):
-    cluster = make_cluster(mixed, name="sim-mixed")
-    _check_against_oracle(mixed, cluster)
+def test_mixed_cluster_matches_the_oracle_per_team_workload_and_node(mixed_collection):
+    mixed = mixed_collection["mixed"]
+    cluster = mixed.cluster
+    _check_against_oracle(mixed.world, cluster, mixed.hours)
     sharing = dict(Node.objects.filter(cluster=cluster).values_list("name", "sharing"))
     assert sharing["dra-mig-0"] == "dra" and sharing["hami-a100-0"] == "hami"
     modes = set(PodHour.objects.filter(cluster=cluster).values_list("allocation_mode", flat=True))
@@ -137,14 +98,17 @@ def test_mixed_cluster_matches_the_oracle_per_team_workload_and_node(mixed):
     assert {r.team for r in shared} == {"serving", "research"}
 
 
-def test_mixed_cluster_served_as_v1beta1_matches_the_oracle(mixed_v1beta1):
+def test_mixed_cluster_served_as_v1beta1_matches_the_oracle(mixed_v1beta1, db):
     cluster = make_cluster(mixed_v1beta1, name="sim-mixed-beta")
-    _check_against_oracle(mixed_v1beta1, cluster)
+    hours = mixed_v1beta1.hours[-MIXED_HOURS:]
+    collect_every_five_minutes(cluster, mixed_v1beta1, hours)
+    _check_against_oracle(mixed_v1beta1, cluster, hours)
 
 
-def test_dra_nodes_without_the_exporters_dra_attribution_are_unmeasured_and_named(mixed_noattr):
-    cluster = make_cluster(mixed_noattr, name="sim-mixed-noattr")
-    results = _check_against_oracle(mixed_noattr, cluster)
-    assert set().union(*(r.unattributed_dra_nodes for r in results)) == {"dra-h100-0", "dra-h100-1", "dra-mig-0"}
+def test_dra_nodes_without_the_exporters_dra_attribution_are_unmeasured_and_named(mixed_collection):
+    noattr = mixed_collection["noattr"]
+    cluster = noattr.cluster
+    _check_against_oracle(noattr.world, cluster, noattr.hours)
+    assert set().union(*(r.unattributed_dra_nodes for r in noattr.results)) == {"dra-h100-0", "dra-h100-1", "dra-mig-0"}
     dra = PodHour.objects.filter(cluster=cluster, allocation_mode="dra").exclude(pod="")
     assert dra.exists() and all(r.unmeasured_sm_active == pytest.approx(r.allocated_gpu_hours) for r in dra)

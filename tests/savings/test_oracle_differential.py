@@ -15,9 +15,10 @@ from apps.findings.models import Finding
 from apps.findings.selectors import listed_q
 from apps.savings.rules import Action
 from apps.savings.selectors import savings_list
-from tests.ingest.conftest import DEMO_PRICES, collect_priced, sim_world  # noqa: F401 (the session's world)
+from tests.ingest.conftest import DEMO_PRICES, priced_day, shared_priced_day, sim_world  # noqa: F401 (the session's)
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+# No `django_db` mark: the shared priced day opens its transaction before `db` (tests/harness/shared_rows.py).
+pytestmark = pytest.mark.services
 PRICES = DEMO_PRICES
 # Steady, well-used work of the demo: never an item.
 STEADY = {("ml-training", "Job/llm-pretrain"), ("llm-serving", "Deployment/embedder"),
@@ -26,8 +27,9 @@ STEADY = {("ml-training", "Job/llm-pretrain"), ("llm-serving", "Deployment/embed
 
 
 @pytest.fixture
-def collected(sim_world):  # noqa: F811
-    return collect_priced(sim_world, PRICES)
+def collected(priced_day):  # noqa: F811
+    """The demo's day collected at PRICES, shared with the other oracle tests (tests/ingest/conftest.py)."""
+    return priced_day
 
 
 def test_idle_and_over_provisioned_workloads_get_the_oracles_action_and_dollars(sim_world, collected):  # noqa: F811
