@@ -60,6 +60,28 @@ RECORDED_SIGNALS = {"DCGM_FI_PROF_SM_ACTIVE": "sm_active", "DCGM_FI_PROF_GR_ENGI
 RECORDED_BY = ("namespace", "pod", "exported_namespace", "exported_pod", "UUID", "uuid", "gpu_uuid", "GPU_I_ID",
                "GPU_I_PROFILE", "vgpu", "dra_mig_device_uuid")
 
+# The health fields of the same rules file: one series per physical GPU and field (`max by` the labels naming a GPU),
+# named HEALTH_RECORDED, for the raw series of these metrics (either name of a renamed one), pod or not. Only GPUs and
+# MIG parents carry these fields (never an instance), so a GPU's holders' series all give one recorded series.
+HEALTH_RECORDED = "gpu:gpufinops_health:max"
+HEALTH_RECORDED_FIELDS = {
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clock_events", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "clock_events",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row_remap_failure", "DCGM_FI_DEV_POWER_VIOLATION": "power_violation",
+    "DCGM_FI_DEV_THERMAL_VIOLATION": "thermal_violation",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "uncorrectable_remapped_rows",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe",
+}
+HEALTH_RECORDED_BY = ("UUID", "uuid", "Hostname", "hostname")
+
+
+def health_recorded_row(metric: str, labels: list) -> list | None:
+    """The labels of the HEALTH_RECORDED series of a stored raw series, or None (not a recorded health field)."""
+    field = HEALTH_RECORDED_FIELDS.get(metric)
+    if field is None:
+        return None
+    d = dict(labels)
+    return [(k, d[k]) for k in HEALTH_RECORDED_BY if d.get(k)] + [("field", field)]
+
 
 def recorded_row(metric: str, labels: list) -> list | None:
     """The labels of the recorded series of a stored raw series (``RECORDED``), or None when the rules record
@@ -179,7 +201,8 @@ class DcgmLayout:
     def families(self) -> list[str]:
         """The metric names this layout emits, in exposition order."""
         names = [n for n in (self.renames.get(m, m) for m in DCGM_FAMILIES) if self.want is None or n in self.want]
-        return names + ([RECORDED] if self.recorded and set(names) & set(RECORDED_SIGNALS) else [])
+        return (names + ([RECORDED] if self.recorded and set(names) & set(RECORDED_SIGNALS) else [])
+                + ([HEALTH_RECORDED] if self.recorded and set(names) & set(HEALTH_RECORDED_FIELDS) else []))
 
     def _plan(self, e) -> list:
         kind = ("instance" if e.profile is not None else "parent" if e.mig_parent else "gpu",
@@ -258,12 +281,16 @@ class DcgmLayout:
         target = self._target(node)
         rows = self.cache[key] = [(metric, base + a + target, vkey) for metric, vkey in self._plan(e) for a in attrs]
         if self.recorded:  # one per label set (`max by`): a pod's containers on one GPU read the same value
-            recorded = {}
+            recorded, health = {}, {}
             for metric, labels, vkey in rows:
                 rec = recorded_row(metric, labels)
                 if rec is not None:
                     recorded.setdefault(tuple(rec), vkey)
+                rec = health_recorded_row(metric, labels)
+                if rec is not None:
+                    health.setdefault(tuple(rec), vkey)
             rows += [(RECORDED, list(rec), vkey) for rec, vkey in recorded.items()]
+            rows += [(HEALTH_RECORDED, list(rec), vkey) for rec, vkey in health.items()]
         return rows
 
     def _dra_labels(self, node: Node, e, pod: Pod) -> list:

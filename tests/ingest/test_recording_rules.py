@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from apps.findings.models import FindingHour
-from apps.ingest.collectors.prometheus import RECORDED_SIGNALS, PrometheusSource
+from apps.ingest.collectors.prometheus import HEALTH_RECORDED, RECORDED_SIGNALS, PrometheusSource
 from apps.ingest.services import collect_cluster
 from apps.inventory.models import Cluster
 from apps.savings.models import PodMemoryHour
@@ -63,6 +63,34 @@ def test_the_recorded_series_cover_a_bucket_of_the_world_that_has_them(sim_world
     assert PrometheusSource(off).recorded(hour, hour + timedelta(hours=1)) is None
 
 
+def test_the_health_fields_are_the_same_from_the_recorded_series(sim_world_recorded, settings):
+    """Every hour of the demo's last day: the findings' health fields per GPU read through the recorded health
+    series equal those read from the raw series, and the recorded series were the ones asked."""
+    world = sim_world_recorded
+    cluster = make_cluster(world, name="health-recorded")
+    seen: dict[str, int] = {}
+    for hour in world.hours[-24:]:
+        end = hour + timedelta(hours=1)
+        health = {}
+        for on in (True, False):
+            settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = on
+            source = PrometheusSource(cluster)
+            asked: list[str] = []
+            ask = source.ask
+            source.ask = lambda promql, at, ask=ask, asked=asked: asked.append(promql) or ask(promql, at)
+            health[on] = source.device_health(hour, end)
+            assert source.rules_cover(hour, end) is on
+            assert any(HEALTH_RECORDED in q for q in asked) is on
+        assert health[True] == health[False], hour
+        for h in health[True]:
+            for name, value in (("xid", h.xid_codes), ("clock", h.clock_events), ("power", h.power_violation_seconds),
+                                ("thermal", h.thermal_violation_seconds), ("remapped", h.uncorrectable_remapped_rows),
+                                ("remap_failure", h.row_remap_failure), ("dbe", h.ecc_dbe)):
+                seen[name] = seen.get(name, 0) + bool(value)
+    # The comparison covered the recorded fields, not only empty answers.
+    assert seen.get("xid") and seen.get("clock") and (seen.get("power") or seen.get("thermal")), seen
+
+
 @pytest.mark.parametrize("cut", ["start", "end"])
 def test_recorded_series_that_start_or_stop_within_the_bucket_are_not_used(cut, settings):
     """Rules installed (or removed) ten minutes into the hour: the bucket reads the raw series."""
@@ -81,8 +109,13 @@ def test_recorded_series_that_start_or_stop_within_the_bucket_are_not_used(cut, 
     try:
         full = PrometheusSource(Cluster.objects.create(name="whole", prometheus_url=whole.url)).recorded(hour, end)
         assert full is not None and full["sm_active"]
-        assert PrometheusSource(Cluster.objects.create(name="partial", prometheus_url=partial.url)).recorded(
-            hour, end) is None
+        partial_source = PrometheusSource(Cluster.objects.create(name="partial", prometheus_url=partial.url))
+        assert partial_source.recorded(hour, end) is None
+        # The findings' health fields too are read raw there: the same as with the setting off.
+        assert not partial_source.rules_cover(hour, end)
+        health = partial_source.device_health(hour, end)
+        settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = False
+        assert health == PrometheusSource(Cluster.objects.get(name="partial")).device_health(hour, end)
     finally:
         whole.stop()
         partial.stop()

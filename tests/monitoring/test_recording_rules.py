@@ -8,7 +8,14 @@ from pathlib import Path
 
 import yaml
 
-from apps.ingest.collectors.prometheus import RECORDED, RECORDED_HEARTBEAT, RECORDED_SIGNALS
+from apps.ingest.collectors.prometheus import (
+    DEVICE_BY,
+    HEALTH_RECORDED,
+    HEALTH_RECORDED_FIELDS,
+    RECORDED,
+    RECORDED_HEARTBEAT,
+    RECORDED_SIGNALS,
+)
 from devtools.simulator import exposition
 from tests.monitoring.promtool import check_and_test_rules
 
@@ -18,7 +25,7 @@ TESTS = REPO / "deploy" / "monitoring" / "gpufinops-recording.test.yaml"
 
 
 def test_promtool_check_and_test_rules():
-    check_and_test_rules(RULES, TESTS, rule_count=6)
+    check_and_test_rules(RULES, TESTS, rule_count=12)
 
 
 def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
@@ -26,9 +33,12 @@ def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
     heartbeat, *rules = group["rules"]
     assert heartbeat == {"record": RECORDED_HEARTBEAT, "expr": "vector(1)"}
     assert RECORDED_HEARTBEAT == exposition.RECORDED_HEARTBEAT
+    signal_rules = [r for r in rules if r["record"] == RECORDED]
+    health_rules = [r for r in rules if r["record"] == HEALTH_RECORDED]
+    assert len(signal_rules) + len(health_rules) == len(rules)
+    assert RECORDED == exposition.RECORDED
     recorded = {}
-    for rule in rules:
-        assert rule["record"] == RECORDED == exposition.RECORDED
+    for rule in signal_rules:
         # Both pod-label spellings, as the collector's raw query reads them, each kept per the same labels.
         (metric,) = set(re.findall(r"\b(DCGM_FI_\w+)\{", rule["expr"]))
         expr = rule["expr"]
@@ -38,3 +48,21 @@ def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
         recorded[rule["labels"]["signal"]] = metric
     assert recorded == RECORDED_SIGNALS
     assert {v: k for k, v in exposition.RECORDED_SIGNALS.items()} == RECORDED_SIGNALS
+
+
+def test_the_health_rules_record_what_the_collector_reads_and_the_simulator_writes():
+    """One recorded series per GPU (`max by` the collector's DEVICE_BY) and field, each field `or`-ing the raw
+    metric's names the collector reads; the simulator writes the same fields from the same metrics."""
+    (group,) = yaml.safe_load(RULES.read_text())["groups"]
+    health = {}
+    for rule in group["rules"]:
+        if rule["record"] != HEALTH_RECORDED:
+            continue
+        metrics = re.findall(r"max by \(([^)]*)\) \((DCGM_FI_\w+)\)", rule["expr"])
+        assert metrics and {by for by, _m in metrics} == {DEVICE_BY}
+        assert rule["expr"] == " or ".join(f"max by ({DEVICE_BY}) ({m})" for _by, m in metrics)
+        health[rule["labels"]["field"]] = tuple(m for _by, m in metrics)
+    assert health == HEALTH_RECORDED_FIELDS
+    assert HEALTH_RECORDED == exposition.HEALTH_RECORDED
+    assert {m: f for f, ms in HEALTH_RECORDED_FIELDS.items() for m in ms} == exposition.HEALTH_RECORDED_FIELDS
+    assert ", ".join(exposition.HEALTH_RECORDED_BY) == DEVICE_BY

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import gc
 import logging
 import math
 import re
@@ -84,6 +85,35 @@ def window(start: datetime, end: datetime) -> tuple[str, datetime]:
     return f"{ms}ms", end - timedelta(milliseconds=1)
 
 
+class _GcPaused:
+    """The garbage collector off while at least one thread decodes an answer (`with _GC_PAUSED:`), back on (if it
+    was on) when the last one is done. Decoding allocates a few objects per label and no cycle, yet the allocations
+    trigger collections that walk the whole heap: about half of the CPU time of decoding a 41,055-series answer
+    (0.074-0.103 s with it on, 0.040 s off: bench/README.md, 2026-12-02 later). A count, not gc.disable/enable per
+    thread, because the round's threads decode side by side and the switch is the process's."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._was_on = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._inside == 0:
+                self._was_on = gc.isenabled()
+                gc.disable()
+            self._inside += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._inside -= 1
+            if self._inside == 0 and self._was_on:
+                gc.enable()
+
+
+_GC_PAUSED = _GcPaused()
+
+
 def _ts(v: float) -> datetime:
     return datetime.fromtimestamp(v, tz=UTC)
 
@@ -127,6 +157,16 @@ RECORDED_SIGNALS: dict[str, str] = {**{s: DEFAULT_METRICS[s] for s in SIGNALS}, 
 # group evaluates every 30 s).
 RECORDED_HEARTBEAT = "gpufinops:recording_rules:heartbeat"
 RECORDED_EDGE = timedelta(minutes=2)
+# The health fields of every physical GPU (`max by (DEVICE_BY)`), told apart by a `field` label, with the raw metrics
+# each records (a rename `or`-ed in): the findings' first health round asks them in one query where the raw series
+# need one per field. XID is read raw (MIG instances report their own code under their parent's UUID, and its last
+# code is read per series).
+HEALTH_RECORDED = "gpu:gpufinops_health:max"
+HEALTH_RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
+    "clock_events": CLOCK_EVENT_METRICS, "row_remap_failure": (ROW_REMAP_FAILURE,),
+    "power_violation": (POWER_VIOLATION,), "thermal_violation": (THERMAL_VIOLATION,),
+    "uncorrectable_remapped_rows": (UNCORRECTABLE_REMAPPED_ROWS,), "ecc_dbe": (ECC_DBE,),
+}
 
 
 def _device(m: Mapping[str, str]) -> tuple[str, str]:
@@ -201,34 +241,68 @@ class _FindingQueries:
             return ""
         return f'{labels.pop()}=~"{_regex({u for _n, u in devices})}"'
 
+    def rules_cover(self, start: datetime, end: datetime) -> bool:  # pragma: no cover (PrometheusSource's)
+        raise NotImplementedError
+
     # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out: see the
-    # class), the minimum asked only for GPUs whose counter is above 0 at all.
-    HEALTH_COUNTERS = ((POWER_VIOLATION, "power", 1e-9), (THERMAL_VIOLATION, "thermal", 1e-9),
-                       (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0), (ECC_DBE, "dbe", 1.0))
+    # class), the minimum asked only for GPUs whose counter is above 0 at all. The last item: the counter's field in
+    # HEALTH_RECORDED.
+    HEALTH_COUNTERS = ((POWER_VIOLATION, "power", 1e-9, "power_violation"),
+                       (THERMAL_VIOLATION, "thermal", 1e-9, "thermal_violation"),
+                       (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0, "uncorrectable_remapped_rows"),
+                       (ECC_DBE, "dbe", 1.0, "ecc_dbe"))
+
+    @staticmethod
+    def _xid_query(fn: str, matcher: str, rng: str) -> str:
+        # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
+        return f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, matcher, rng)}) > 0"
 
     @classmethod
     def _health_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
-        """device_health's first round: which GPUs have anything to report."""
+        """device_health's first round from the raw series: which GPUs have anything to report."""
         rng, at = window(start, end)
         clocks = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
         return [
-            # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
-            *((f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, '', rng)}) > 0", at)
-              for fn in ("max_over_time", "last_over_time")),
+            *((cls._xid_query(fn, "", rng), at) for fn in ("max_over_time", "last_over_time")),
             # Clock events: GPUs whose bitmask reached a counted bit (then its min, max and mean for those).
             (f"{clocks} >= {CLOCK_EVENT_CANDIDATE}", at),
             (f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at),
             *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at)
-              for metric, _n, _s in cls.HEALTH_COUNTERS),
+              for metric, _n, _s, _f in cls.HEALTH_COUNTERS),
         ]
+
+    @staticmethod
+    def _health_recorded_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """device_health's first round when the recording rules cover the bucket: the highest XID code from the raw
+        series, every other field's maximum from HEALTH_RECORDED in one query. Each recorded sample is the `max by
+        (DEVICE_BY)` of the raw samples at one scrape, so its maximum over the bucket is the raw query's. The last
+        XID code is asked with the details, for the GPUs with a code (a last code above 0 is a code seen)."""
+        rng, at = window(start, end)
+        return [(_FindingQueries._xid_query("max_over_time", "", rng), at),
+                (f"max_over_time({HEALTH_RECORDED}[{rng}]) > 0", at)]
+
+    def _health_first_round(self, start: datetime, end: datetime) -> tuple[list[list[dict]], bool]:
+        """(xid max, xid last, clock events >= CLOCK_EVENT_CANDIDATE, row remap failure, *counters' maxima) as
+        `_health_queries` answers them, and whether the last XID codes are still to ask (recorded: with the
+        details)."""
+        if not self.rules_cover(start, end):
+            return self.query_all(self._health_queries(start, end)), False
+        xid_max, recorded = self.query_all(self._health_recorded_queries(start, end))
+        by_field: dict[str, list[dict]] = defaultdict(list)
+        for r in recorded:
+            by_field[r["metric"].get("field", "")].append(r)
+        clocks = [r for r in by_field["clock_events"] if (_value(r) or 0) >= CLOCK_EVENT_CANDIDATE]
+        counters = [by_field[f] for _m, _n, _s, f in self.HEALTH_COUNTERS]
+        return [xid_max, [], clocks, by_field["row_remap_failure"], *counters], True
 
     def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
         """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
-        report, then the details for those only."""
+        report (from the recording rules' series when they cover the bucket), then the details for those only."""
         rng, at = window(start, end)
         fields: dict[tuple[str, str], dict] = defaultdict(dict)
         counters = self.HEALTH_COUNTERS
-        xid_max, xid_last, clock_top, remap_failure, *counter_tops = self.query_all(self._health_queries(start, end))
+        (xid_max, xid_last, clock_top, remap_failure, *counter_tops), xid_last_later = self._health_first_round(
+            start, end)
         for answer in (xid_max, xid_last):
             for key, v in self._by_device(answer).items():
                 fields[key].setdefault("xid", set()).add(int(v))
@@ -245,10 +319,16 @@ class _FindingQueries:
                  at),
             ]
         tops = [self._top(answer) for answer in counter_tops]
-        asked = [(name, scale, t) for (metric, name, scale), (t, label_of) in zip(counters, tops, strict=True) if t]
+        asked = [(name, scale, t) for (_m, name, scale, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
         details += [(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{self._uuid_matcher(t, label_of)}}}[{rng}]))", at)
-                    for (metric, _n, _s), (t, label_of) in zip(counters, tops, strict=True) if t]
+                    for (metric, _n, _s, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
+        xids, xid_label_of = self._top(xid_max)
+        if xid_last_later and xids:
+            details.append((self._xid_query("last_over_time", self._uuid_matcher(xids, xid_label_of), rng), at))
         answers = [self._by_device(a) for a in self.query_all(details)]
+        if xid_last_later and xids:
+            for key, v in answers.pop().items():
+                fields[key].setdefault("xid", set()).add(int(v))
         if top:
             low, total, count = answers[:3]
             answers = answers[3:]
@@ -437,6 +517,8 @@ class PrometheusSource(_FindingQueries):
         # The last bucket's recorded series by signal (None: read the raw series), shared by the ledger's
         # activity and the findings' framebuffer.
         self._recorded: tuple[tuple[datetime, datetime], dict[str, list[dict]] | None] | None = None
+        # Whether the recording rules cover the last bucket (their heartbeat at both edges), asked with `recorded`.
+        self._covered: tuple[tuple[datetime, datetime], bool] | None = None
         self._memory_answer: tuple[tuple[datetime, datetime], list[dict]] | None = None
         # Answers asked ahead for one bucket (`prefetch`), each handed out once by `query`.
         self._prefetched: dict[tuple[str, datetime], list[dict[str, Any]]] = {}
@@ -473,7 +555,8 @@ class PrometheusSource(_FindingQueries):
 
     def _instant(self, promql: str, at: datetime) -> Any:
         """`PrometheusConnect.custom_query`'s request (its session, retries, headers and errors), its answer decoded
-        by orjson: the standard decoder took ~0.6 s of a 10,000-GPU bucket's answers (bench/README.md)."""
+        by orjson with the garbage collector paused (`_GcPaused`): the standard decoder took ~0.6 s of a 10,000-GPU
+        bucket's answers (bench/README.md)."""
         prom = self.prom
         response = prom._session.request(
             method="GET", url=f"{prom.url}/api/v1/query", params={"query": promql, "time": at.timestamp()},
@@ -482,7 +565,8 @@ class PrometheusSource(_FindingQueries):
         )
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        return orjson.loads(response.content)["data"]["result"]
+        with _GC_PAUSED:
+            return orjson.loads(response.content)["data"]["result"]
 
     def status(self, name: str) -> dict[str, Any]:
         """`/api/v1/status/<name>` (`buildinfo`, `flags`): the preflight's view of the server itself."""
@@ -568,7 +652,8 @@ class PrometheusSource(_FindingQueries):
             self._seen_instant("kube_node_labels", "node", "max", start, end),
             *([] if self.recorded(start, end) is not None
               else [*((self._signal_query(s, rng), at) for s in SIGNALS), self._memory_query(start, end)]),
-            *self._health_queries(start, end),
+            *(self._health_recorded_queries(start, end) if self.rules_cover(start, end)
+              else self._health_queries(start, end)),
             self._vanished_query(start, end),
         ]
         for query, answer in zip(queries, self._ask_all(queries), strict=True):
@@ -671,21 +756,31 @@ class PrometheusSource(_FindingQueries):
         if self._recorded is not None and self._recorded[0] == (start, end):
             return self._recorded[1]
         answer: dict[str, list[dict]] | None = None
-        if settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES and all(
-                self.metrics[s] == DEFAULT_METRICS[s] for s in SIGNALS):
+        covered = False
+        if settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES:
             rng, at = window(start, end)
             edge, edge_at = window(end - RECORDED_EDGE, end)
-            covered = f"count_over_time({RECORDED_HEARTBEAT}[{edge}])"
-            first, last, series = self.query_all([
-                (covered, min(start + RECORDED_EDGE, end) - timedelta(milliseconds=1)), (covered, edge_at),
-                (f"avg_over_time({RECORDED}[{rng}])", at),
+            beats = f"count_over_time({RECORDED_HEARTBEAT}[{edge}])"
+            # A renamed signal metric: the activity is read raw, the health fields (fixed names) still recorded.
+            signals = all(self.metrics[s] == DEFAULT_METRICS[s] for s in SIGNALS)
+            first, last, *series = self.query_all([
+                (beats, min(start + RECORDED_EDGE, end) - timedelta(milliseconds=1)), (beats, edge_at),
+                *([(f"avg_over_time({RECORDED}[{rng}])", at)] if signals else []),
             ])
-            if first and last:
+            covered = bool(first and last)
+            if covered and signals:
                 answer = {}
-                for r in series:
+                for r in series[0]:
                     answer.setdefault(r["metric"].get("signal", ""), []).append(r)
         self._recorded = ((start, end), answer)
+        self._covered = ((start, end), covered)
         return answer
+
+    def rules_cover(self, start: datetime, end: datetime) -> bool:
+        """Whether the recording rules' series cover `[start, end)` (asked with `recorded`, once per bucket): the
+        findings' health fields then read HEALTH_RECORDED."""
+        self.recorded(start, end)
+        return self._covered is not None and self._covered == ((start, end), True)
 
     def _memory(self, start: datetime, end: datetime) -> list[dict]:
         """`max by (MEMORY_BY)` of every pod series' framebuffer averaged over the bucket: from the recorded series
