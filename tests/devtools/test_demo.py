@@ -219,7 +219,13 @@ def test_serve_signs_in_serves_pages_and_writes_the_synchronous_demos_ledger(tmp
         assert during >= 1, "no page was loaded while the older hours were written"
         assert _sign_in(url, password).get(url + "/").status_code == 200
         demo.send_signal(signal.SIGINT)  # Ctrl-C
-        assert demo.wait(timeout=60) == 0
+        try:
+            code = demo.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # say where it is stuck: the demo prints its threads' stacks on SIGUSR1
+            demo.send_signal(signal.SIGUSR1)
+            threading.Event().wait(2)
+            pytest.fail("the demo did not stop within 60 s of Ctrl-C:\n" + "".join(out + err)[-6000:])
+        assert code == 0, "".join(out + err)[-3000:]
     finally:
         if demo.poll() is None:
             demo.kill()

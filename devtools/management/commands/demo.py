@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import faulthandler
 import math
 import multiprocessing
 import os
@@ -107,6 +108,9 @@ class Command(BaseCommand):
             raise CommandError("--days must be at least 1")
         if opts.get("first_hours", FIRST_HOURS) < 1:
             raise CommandError("--first-hours must be at least 1")
+        # `kill -USR1 <pid>` prints every thread's stack to stderr: a demo that seems stuck (or a test waiting on
+        # one, tests/devtools/test_demo.py) says where it is.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         # Django's debug cursor would keep (and on SQLite re-quote, one extra query each) every statement.
         debug, settings.DEBUG = settings.DEBUG, False
         try:
