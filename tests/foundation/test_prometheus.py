@@ -44,3 +44,39 @@ def test_it_restarts_prometheus_on_the_same_port_and_data(prometheus_factory, tm
     server.start()
     assert server.url == url
     assert server.query_value("max_over_time(gpufinops_test_gauge[1h])", at=end - 1) == 59
+
+
+def test_the_backfill_split_by_window_makes_the_blocks_promtool_makes_of_the_whole_file(tmp_path):
+    """tests/harness/backfill.py writes one file per two-hour window before promtool (a third of its CPU): the blocks
+    must be the ones promtool makes of the whole file (time ranges, samples, series, chunks), and every family's
+    metadata must come with its samples in each window's file."""
+    import subprocess
+
+    from tests.harness.backfill import backfill, split_by_window
+    from tests.harness.services import require_binary
+
+    promtool = require_binary("promtool")
+    start = (int(time.time()) // 7200 - 24) * 7200 + 1800  # mid-window: the first and last windows are partial
+    path = tmp_path / "history.om"
+    lines = []
+    for family in ("gpufinops_a", "gpufinops_b"):
+        lines += [f"# HELP {family} A gauge.", f"# TYPE {family} gauge"]
+        for ts in range(start, start + 5 * 3600, 60):
+            lines += [f'{family}{{gpu="0",note="two words"}} {ts % 97} {ts}', f'{family}{{gpu="1"}} 1.5 {ts}.000']
+    path.write_text("\n".join(lines) + "\n# EOF\n")
+
+    chunks = split_by_window(path, tmp_path)
+    assert len(chunks) == 3  # 5 hours from half an hour into a window: half of one, one whole, three quarters
+    assert all(c.read_text().count("# TYPE gpufinops_b gauge") == 1 and c.read_text().endswith("# EOF\n")
+               for c in chunks)
+
+    def listing(blocks):
+        out = subprocess.run([promtool, "tsdb", "list", str(blocks)], capture_output=True, text=True, check=True)
+        return sorted(tuple(line.split()[1:3] + line.split()[4:7]) for line in out.stdout.splitlines()[1:])
+
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(whole)], check=True)
+    split.mkdir()
+    backfill(promtool, path, split, timeout=120)
+    assert listing(split) == listing(whole)
+    assert sum(int(row[2]) for row in listing(split)) == 2 * 2 * 5 * 60  # every sample, once

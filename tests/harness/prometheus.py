@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
+from tests.harness.backfill import BackfillError, backfill
 from tests.harness.services import free_port
 
 CONFIG_YAML = """\
@@ -86,14 +87,10 @@ class PrometheusServer:
             shutil.copytree(blocks, self.data_dir, dirs_exist_ok=True)
 
     def _promtool_backfill(self, openmetrics_path: Path) -> None:
-        result = subprocess.run(
-            [self.promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics_path), str(self.data_dir)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if result.returncode != 0:
-            raise PrometheusError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
+        try:
+            backfill(self.promtool, openmetrics_path, self.data_dir, timeout=300)
+        except BackfillError as exc:
+            raise PrometheusError(str(exc)) from None
 
     def start(self, timeout: float = 60.0) -> PrometheusServer:
         """Start Prometheus on self.port over self.data_dir and wait until /-/ready answers 200."""
@@ -269,12 +266,10 @@ def _make_blocks(target: Path, write_openmetrics: Callable[[Path], None], promto
     openmetrics = target.parent / "history.om"
     try:
         write_openmetrics(openmetrics)
-        result = subprocess.run(
-            [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(target)],
-            capture_output=True, text=True, timeout=600,
-        )
-        if result.returncode != 0:
-            raise PrometheusError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
+        try:
+            backfill(promtool, openmetrics, target, timeout=600)
+        except BackfillError as exc:
+            raise PrometheusError(str(exc)) from None
     finally:
         openmetrics.unlink(missing_ok=True)
     return target
