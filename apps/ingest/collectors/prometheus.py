@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import gc
 import logging
 import math
 import re
@@ -21,11 +20,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
 from django.conf import settings
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
+from apps.common import decoding
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
@@ -83,35 +82,6 @@ def window(start: datetime, end: datetime) -> tuple[str, datetime]:
     """
     ms = max(int((end - start).total_seconds() * 1000), 1)
     return f"{ms}ms", end - timedelta(milliseconds=1)
-
-
-class _GcPaused:
-    """The garbage collector off while at least one thread decodes an answer (`with _GC_PAUSED:`), back on (if it
-    was on) when the last one is done. Decoding allocates a few objects per label and no cycle, yet the allocations
-    trigger collections that walk the whole heap: about half of the CPU time of decoding a 41,055-series answer
-    (0.074-0.103 s with it on, 0.040 s off: bench/README.md, 2026-12-02 later). A count, not gc.disable/enable per
-    thread, because the round's threads decode side by side and the switch is the process's."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._inside = 0
-        self._was_on = False
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._inside == 0:
-                self._was_on = gc.isenabled()
-                gc.disable()
-            self._inside += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._inside -= 1
-            if self._inside == 0 and self._was_on:
-                gc.enable()
-
-
-_GC_PAUSED = _GcPaused()
 
 
 def _ts(v: float) -> datetime:
@@ -555,8 +525,8 @@ class PrometheusSource(_FindingQueries):
 
     def _instant(self, promql: str, at: datetime) -> Any:
         """`PrometheusConnect.custom_query`'s request (its session, retries, headers and errors), its answer decoded
-        by orjson with the garbage collector paused (`_GcPaused`): the standard decoder took ~0.6 s of a 10,000-GPU
-        bucket's answers (bench/README.md)."""
+        by orjson with the garbage collector paused (`apps.common.decoding`): the standard decoder took ~0.6 s of a
+        10,000-GPU bucket's answers (bench/README.md)."""
         prom = self.prom
         response = prom._session.request(
             method="GET", url=f"{prom.url}/api/v1/query", params={"query": promql, "time": at.timestamp()},
@@ -565,8 +535,7 @@ class PrometheusSource(_FindingQueries):
         )
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        with _GC_PAUSED:
-            return orjson.loads(response.content)["data"]["result"]
+        return decoding.loads(response.content)["data"]["result"]
 
     def status(self, name: str) -> dict[str, Any]:
         """`/api/v1/status/<name>` (`buildinfo`, `flags`): the preflight's view of the server itself."""
