@@ -246,10 +246,13 @@ class _FindingQueries:
         """device_health's first round when the recording rules cover the bucket: the highest XID code from the raw
         series, every other field's maximum from HEALTH_RECORDED in one query. Each recorded sample is the `max by
         (DEVICE_BY)` of the raw samples at one scrape, so its maximum over the bucket is the raw query's. The last
-        XID code is asked with the details, for the GPUs with a code (a last code above 0 is a code seen)."""
+        XID code is asked with the details, for the GPUs with a code (a last code above 0 is a code seen). Clock events
+        are filtered in Prometheus as the raw query filters them (`>= CLOCK_EVENT_CANDIDATE`, the other fields `> 0`),
+        so the answer holds only GPUs with something to report (it held every GPU with any bit set before)."""
         rng, at = window(start, end)
         return [(_FindingQueries._xid_query("max_over_time", "", rng), at),
-                (f"max_over_time({HEALTH_RECORDED}[{rng}]) > 0", at)]
+                (f'max_over_time({HEALTH_RECORDED}{{field="clock_events"}}[{rng}]) >= {CLOCK_EVENT_CANDIDATE}'
+                 f' or max_over_time({HEALTH_RECORDED}{{field!="clock_events"}}[{rng}]) > 0', at)]
 
     def _health_first_round(self, start: datetime, end: datetime) -> tuple[list[list[dict]], bool]:
         """(xid max, xid last, clock events >= CLOCK_EVENT_CANDIDATE, row remap failure, *counters' maxima) as
@@ -261,9 +264,8 @@ class _FindingQueries:
         by_field: dict[str, list[dict]] = defaultdict(list)
         for r in recorded:
             by_field[r["metric"].get("field", "")].append(r)
-        clocks = [r for r in by_field["clock_events"] if (_value(r) or 0) >= CLOCK_EVENT_CANDIDATE]
         counters = [by_field[f] for _m, _n, _s, f in self.HEALTH_COUNTERS]
-        return [xid_max, [], clocks, by_field["row_remap_failure"], *counters], True
+        return [xid_max, [], by_field["clock_events"], by_field["row_remap_failure"], *counters], True
 
     def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
         """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
