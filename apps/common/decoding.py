@@ -14,11 +14,12 @@ import orjson
 
 
 class GcPaused:
-    """The garbage collector off while at least one thread decodes an answer (`with GC_PAUSED:`), back on (if it
-    was on) when the last one is done. Decoding allocates a few objects per label and no cycle, yet the allocations
-    trigger collections that walk the whole heap: about half of the CPU time of decoding a 41,055-series answer
-    (0.074-0.103 s with it on, 0.040 s off: bench/README.md, 2026-12-02 later). A count, not gc.disable/enable per
-    thread, because the round's threads decode side by side and the switch is the process's."""
+    """The garbage collector off while at least one thread decodes an answer or turns one into observations
+    (`with GC_PAUSED:`), back on (if it was on) when the last one is done. Decoding allocates a few objects per label
+    and no cycle, yet the allocations trigger collections that walk the whole heap: about half of the CPU time of
+    decoding a 41,055-series answer (0.074-0.103 s with it on, 0.040 s off: bench/README.md, 2026-12-02 later). A
+    count, not gc.disable/enable per thread, because the round's threads decode side by side and the switch is the
+    process's."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
