@@ -14,7 +14,7 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -267,6 +267,13 @@ class _FindingQueries:
         counters = [by_field[f] for _m, _n, _s, f in self.HEALTH_COUNTERS]
         return [xid_max, [], by_field["clock_events"], by_field["row_remap_failure"], *counters], True
 
+    def _xid_last_query(self, xid_max: list[dict], rng: str, at: datetime) -> tuple[str, datetime] | None:
+        """The last XID code of the GPUs with a code (`xid_max`: their highest, above 0), when the recorded health
+        round left it out; None when no GPU had one. `prefetch`'s round asks it as soon as `xid_max` is in, off the
+        findings' path; `device_health` asks the same query (answered from that round when it was)."""
+        xids, label_of = self._top(xid_max)
+        return (self._xid_query("last_over_time", self._uuid_matcher(xids, label_of), rng), at) if xids else None
+
     def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
         """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
         report (from the recording rules' series when they cover the bucket), then the details for those only."""
@@ -294,11 +301,11 @@ class _FindingQueries:
         asked = [(name, scale, t) for (_m, name, scale, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
         details += [(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{self._uuid_matcher(t, label_of)}}}[{rng}]))", at)
                     for (metric, _n, _s, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
-        xids, xid_label_of = self._top(xid_max)
-        if xid_last_later and xids:
-            details.append((self._xid_query("last_over_time", self._uuid_matcher(xids, xid_label_of), rng), at))
+        xid_last_query = self._xid_last_query(xid_max, rng, at) if xid_last_later else None
+        if xid_last_query is not None:
+            details.append(xid_last_query)
         answers = [self._by_device(a) for a in self.query_all(details)]
-        if xid_last_later and xids:
+        if xid_last_query is not None:
             for key, v in answers.pop().items():
                 fields[key].setdefault("xid", set()).add(int(v))
         if top:
@@ -613,6 +620,8 @@ class PrometheusSource(_FindingQueries):
         with self._counting:
             self._prefetched = {}
         rng, at = window(start, end)
+        rules = self.rules_cover(start, end)
+        health = self._health_recorded_queries(start, end) if rules else self._health_queries(start, end)
         queries = [
             *self._pod_history_queries(start, end),
             self._seen_instant("kube_pod_start_time", "uid", "max", start, end),
@@ -623,24 +632,40 @@ class PrometheusSource(_FindingQueries):
             self._seen_instant("kube_node_labels", "node", "max", start, end),
             *([] if self.recorded(start, end) is not None
               else [*((self._signal_query(s, rng), at) for s in SIGNALS), self._memory_query(start, end)]),
-            *(self._health_recorded_queries(start, end) if self.rules_cover(start, end)
-              else self._health_queries(start, end)),
+            *health,
             self._vanished_query(start, end),
         ]
-        for query, answer in zip(queries, self._ask_all(queries), strict=True):
+        # With the recorded health round, the last XID codes are asked right after the highest ones, by the same
+        # thread while the round's other queries run: device_health would otherwise ask them in a round of its own.
+        then: dict[tuple[str, datetime], Callable[[list[dict]], tuple[str, datetime] | None]] = {}
+        if rules:
+            then[health[0]] = lambda xid_max: self._xid_last_query(xid_max, rng, at)
+        for query, answer in zip(queries, self._ask_all(queries, then), strict=True):
             if answer is not None:
                 with self._counting:
                     self._prefetched[query] = answer
 
-    def _ask_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]] | None]:
-        """`ask` each query, side by side as query_all does; a failed one is None."""
+    def _ask_all(self, queries: Sequence[tuple[str, datetime]],
+                 then: Mapping[tuple[str, datetime], Callable[[list[dict]], tuple[str, datetime] | None]]
+                 ) -> list[list[dict[str, Any]] | None]:
+        """`ask` each query, side by side as query_all does; a failed one is None. A query in `then` is followed, in
+        its thread, by the query its answer names (if any), kept with the round's answers (dropped if it fails)."""
         def ask(q: tuple[str, datetime]) -> list[dict[str, Any]] | None:
             if self._stopping.is_set():
                 return None
             try:
-                return self.ask(*q)
+                answer = self.ask(*q)
             except PrometheusError:
                 return None
+            follow = then[q](answer) if q in then else None
+            if follow is not None and not self._stopping.is_set():
+                try:
+                    followed = self.ask(*follow)
+                except PrometheusError:
+                    return answer
+                with self._counting:
+                    self._prefetched[follow] = followed
+            return answer
 
         workers = min(settings.GPUFINOPS_PROMETHEUS_PARALLEL, len(queries))
         if workers <= 1:
