@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.capacity import services as capacity
+from apps.common.decoding import GC_PAUSED
 from apps.findings import services as findings
 from apps.ingest.collectors.kubernetes import KubernetesError, api_client_for, read_snapshot
 from apps.ingest.collectors.prometheus import PrometheusError, PrometheusSource
@@ -151,13 +152,18 @@ def collect_cluster(
     if ahead is not None and hours:
         ahead.prefetch_ahead(hours[0], ledger.bucket_end(hours[0], now))
     try:
-        try:
-            snap = read_snapshot(cluster, api_client_for(cluster))
-        except KubernetesError as exc:
-            ledger.mark_unreachable(cluster, hours, owner, str(exc), status=Bucket.Status.FAILED, now=now)
-            report.failed.update(dict.fromkeys(hours, str(exc)))
-            return report
-        record_snapshot(cluster, snap)
+        # The garbage collector is paused while the snapshot is read and recorded: the LIST pages, the observations
+        # and the rows compared with them are tens of thousands of objects without cycles, and the collections their
+        # allocations triggered walk the whole heap (a cProfile of the 10,000-GPU bench's steady state: `_to_pod`'s
+        # dict comprehension of a pod's few conditions, 115 us a pod; bench/README.md, 2026-12-02, last).
+        with GC_PAUSED:
+            try:
+                snap = read_snapshot(cluster, api_client_for(cluster))
+            except KubernetesError as exc:
+                ledger.mark_unreachable(cluster, hours, owner, str(exc), status=Bucket.Status.FAILED, now=now)
+                report.failed.update(dict.fromkeys(hours, str(exc)))
+                return report
+            record_snapshot(cluster, snap)
         if source is None:
             assert source_error is not None
             ledger.mark_unreachable(cluster, hours, owner, str(source_error), status=Bucket.Status.SOURCE_MISSING,

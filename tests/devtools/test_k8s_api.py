@@ -119,6 +119,31 @@ def test_it_serves_the_state_as_of_the_simulated_time(api, served, demo):
     assert "scratch-dave" not in {p.metadata.name for p in v1.list_namespaced_pod("sandbox").items}
 
 
+def test_a_list_read_again_is_its_encoded_page_and_every_other_list_is_built(served, demo):
+    """The encoded pages are keyed by everything a LIST answer depends on: a repeat reuses one, a different page,
+    selector, namespace or time builds its own, with its own items."""
+    served.set_time(demo.end)
+    served._pages.clear()  # the session's other reads may have filled it to its bound
+
+    def get(path: str) -> dict:
+        with urllib.request.urlopen(served.url + path, timeout=5) as r:
+            return json.loads(r.read())
+
+    first = get("/api/v1/pods?limit=4")
+    built = len(served._pages)
+    assert get("/api/v1/pods?limit=4") == first and len(served._pages) == built
+    second = get("/api/v1/pods?limit=4&continue=" + first["metadata"]["continue"])
+    on_node = get("/api/v1/pods?limit=4&fieldSelector=spec.nodeName%3Dh100-train-2")
+    sandbox = get("/api/v1/namespaces/sandbox/pods?limit=4")
+    earlier = get(f"/at/{(demo.start + timedelta(days=1, hours=3)).timestamp():.0f}/api/v1/namespaces/sandbox/pods")
+    assert len(served._pages) == built + 4
+    assert {p["metadata"]["name"] for p in second["items"]}.isdisjoint(p["metadata"]["name"] for p in first["items"])
+    assert on_node["items"] and all(p["spec"]["nodeName"] == "h100-train-2" for p in on_node["items"])
+    assert sandbox["items"] and all(p["metadata"]["namespace"] == "sandbox" for p in sandbox["items"])
+    assert "scratch-dave" in {p["metadata"]["name"] for p in earlier["items"]}
+    assert "scratch-dave" not in {p["metadata"]["name"] for p in get("/api/v1/namespaces/sandbox/pods")["items"]}
+
+
 def test_it_answers_unknown_paths_with_a_404_status(served):
     with pytest.raises(urllib.error.HTTPError) as exc:
         urllib.request.urlopen(served.url + "/api/v1/secrets", timeout=5)

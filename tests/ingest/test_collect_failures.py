@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -66,8 +67,10 @@ def test_it_marks_the_bucket_failed_when_kubernetes_fails(sim_world, fault, sett
     finally:
         sim_world.server.set_fault(None)
     assert len(report.failed) == 2
-    # The first bucket's Prometheus round, started before the Kubernetes read, was stopped with it.
+    # The first bucket's Prometheus round, started before the Kubernetes read, was stopped with it, and the garbage
+    # collector, paused while the snapshot is read, is on again.
     assert not [t.name for t in threading.enumerate() if t.name.startswith("prometheus")]
+    assert gc.isenabled()
     bucket = Bucket.objects.get(cluster=broken, hour=sim_world.hours[-1])
     assert bucket.status == "failed"
     assert "Kubernetes" in bucket.last_error
@@ -75,7 +78,7 @@ def test_it_marks_the_bucket_failed_when_kubernetes_fails(sim_world, fault, sett
     assert rows_without_ids(healthy) == before
     # Retried later, it succeeds.
     assert collect_cluster(broken, sim_world.hours[-2:], now=sim_world.end).ok
-    assert rows_without_ids(broken) == before
+    assert rows_without_ids(broken) == before and gc.isenabled()
 
 
 class _Garbage(BaseHTTPRequestHandler):

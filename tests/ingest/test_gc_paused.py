@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from apps.ingest.collectors.prometheus import _GcPaused
+from apps.common.decoding import GcPaused
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def gc_restored():
 
 def test_overlapping_decodes_keep_it_off_until_the_last_ends(gc_restored):
     gc.enable()
-    paused = _GcPaused()
+    paused = GcPaused()
     paused.__enter__()
     first = gc.isenabled()
     paused.__enter__()  # a second thread's decode begins
@@ -31,6 +31,6 @@ def test_overlapping_decodes_keep_it_off_until_the_last_ends(gc_restored):
 
 def test_a_collector_switched_off_elsewhere_stays_off(gc_restored):
     gc.disable()
-    with _GcPaused():
+    with GcPaused():
         assert not gc.isenabled()
     assert not gc.isenabled()

@@ -91,6 +91,28 @@ def test_the_health_fields_are_the_same_from_the_recorded_series(sim_world_recor
     assert seen.get("xid") and seen.get("clock") and (seen.get("power") or seen.get("thermal")), seen
 
 
+def test_the_round_asks_the_last_xid_codes_right_after_the_highest_when_the_rules_cover_the_bucket(
+        sim_world_recorded, settings):
+    """With the recorded health round, `prefetch`'s round asks the last XID codes of the GPUs with a code as soon as
+    it has their highest: device_health then asks nothing of its own for them, and reads the same fields."""
+    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = True
+    cluster = make_cluster(sim_world_recorded, name="xid-in-the-round")
+    for hour in reversed(sim_world_recorded.hours[-24:]):
+        end = hour + timedelta(hours=1)
+        in_place = PrometheusSource(cluster).device_health(hour, end)
+        if any(h.xid_codes for h in in_place):
+            break
+    else:
+        pytest.fail("no hour of the demo's last day has an XID code")
+    source = PrometheusSource(cluster)
+    source.prefetch(hour, end)
+    asked: list[str] = []
+    ask = source.ask
+    source.ask = lambda promql, at: asked.append(promql) or ask(promql, at)
+    assert source.device_health(hour, end) == in_place
+    assert not [q for q in asked if "last_over_time(DCGM_FI_DEV_XID" in q], asked
+
+
 @pytest.mark.parametrize("cut", ["start", "end"])
 def test_recorded_series_that_start_or_stop_within_the_bucket_are_not_used(cut, settings):
     """Rules installed (or removed) ten minutes into the hour: the bucket reads the raw series."""

@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import base64
 import functools
-import gc
 import logging
 import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
 from django.conf import settings
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
+from apps.common import decoding
 from apps.common.secrets import SecretError
 from apps.inventory.models import Cluster
 from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
@@ -83,35 +82,6 @@ def window(start: datetime, end: datetime) -> tuple[str, datetime]:
     """
     ms = max(int((end - start).total_seconds() * 1000), 1)
     return f"{ms}ms", end - timedelta(milliseconds=1)
-
-
-class _GcPaused:
-    """The garbage collector off while at least one thread decodes an answer (`with _GC_PAUSED:`), back on (if it
-    was on) when the last one is done. Decoding allocates a few objects per label and no cycle, yet the allocations
-    trigger collections that walk the whole heap: about half of the CPU time of decoding a 41,055-series answer
-    (0.074-0.103 s with it on, 0.040 s off: bench/README.md, 2026-12-02 later). A count, not gc.disable/enable per
-    thread, because the round's threads decode side by side and the switch is the process's."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._inside = 0
-        self._was_on = False
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._inside == 0:
-                self._was_on = gc.isenabled()
-                gc.disable()
-            self._inside += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._inside -= 1
-            if self._inside == 0 and self._was_on:
-                gc.enable()
-
-
-_GC_PAUSED = _GcPaused()
 
 
 def _ts(v: float) -> datetime:
@@ -276,10 +246,13 @@ class _FindingQueries:
         """device_health's first round when the recording rules cover the bucket: the highest XID code from the raw
         series, every other field's maximum from HEALTH_RECORDED in one query. Each recorded sample is the `max by
         (DEVICE_BY)` of the raw samples at one scrape, so its maximum over the bucket is the raw query's. The last
-        XID code is asked with the details, for the GPUs with a code (a last code above 0 is a code seen)."""
+        XID code is asked with the details, for the GPUs with a code (a last code above 0 is a code seen). Clock events
+        are filtered in Prometheus as the raw query filters them (`>= CLOCK_EVENT_CANDIDATE`, the other fields `> 0`),
+        so the answer holds only GPUs with something to report (it held every GPU with any bit set before)."""
         rng, at = window(start, end)
         return [(_FindingQueries._xid_query("max_over_time", "", rng), at),
-                (f"max_over_time({HEALTH_RECORDED}[{rng}]) > 0", at)]
+                (f'max_over_time({HEALTH_RECORDED}{{field="clock_events"}}[{rng}]) >= {CLOCK_EVENT_CANDIDATE}'
+                 f' or max_over_time({HEALTH_RECORDED}{{field!="clock_events"}}[{rng}]) > 0', at)]
 
     def _health_first_round(self, start: datetime, end: datetime) -> tuple[list[list[dict]], bool]:
         """(xid max, xid last, clock events >= CLOCK_EVENT_CANDIDATE, row remap failure, *counters' maxima) as
@@ -291,9 +264,15 @@ class _FindingQueries:
         by_field: dict[str, list[dict]] = defaultdict(list)
         for r in recorded:
             by_field[r["metric"].get("field", "")].append(r)
-        clocks = [r for r in by_field["clock_events"] if (_value(r) or 0) >= CLOCK_EVENT_CANDIDATE]
         counters = [by_field[f] for _m, _n, _s, f in self.HEALTH_COUNTERS]
-        return [xid_max, [], clocks, by_field["row_remap_failure"], *counters], True
+        return [xid_max, [], by_field["clock_events"], by_field["row_remap_failure"], *counters], True
+
+    def _xid_last_query(self, xid_max: list[dict], rng: str, at: datetime) -> tuple[str, datetime] | None:
+        """The last XID code of the GPUs with a code (`xid_max`: their highest, above 0), when the recorded health
+        round left it out; None when no GPU had one. `prefetch`'s round asks it as soon as `xid_max` is in, off the
+        findings' path; `device_health` asks the same query (answered from that round when it was)."""
+        xids, label_of = self._top(xid_max)
+        return (self._xid_query("last_over_time", self._uuid_matcher(xids, label_of), rng), at) if xids else None
 
     def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
         """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
@@ -322,11 +301,11 @@ class _FindingQueries:
         asked = [(name, scale, t) for (_m, name, scale, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
         details += [(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{self._uuid_matcher(t, label_of)}}}[{rng}]))", at)
                     for (metric, _n, _s, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
-        xids, xid_label_of = self._top(xid_max)
-        if xid_last_later and xids:
-            details.append((self._xid_query("last_over_time", self._uuid_matcher(xids, xid_label_of), rng), at))
+        xid_last_query = self._xid_last_query(xid_max, rng, at) if xid_last_later else None
+        if xid_last_query is not None:
+            details.append(xid_last_query)
         answers = [self._by_device(a) for a in self.query_all(details)]
-        if xid_last_later and xids:
+        if xid_last_query is not None:
             for key, v in answers.pop().items():
                 fields[key].setdefault("xid", set()).add(int(v))
         if top:
@@ -555,8 +534,8 @@ class PrometheusSource(_FindingQueries):
 
     def _instant(self, promql: str, at: datetime) -> Any:
         """`PrometheusConnect.custom_query`'s request (its session, retries, headers and errors), its answer decoded
-        by orjson with the garbage collector paused (`_GcPaused`): the standard decoder took ~0.6 s of a 10,000-GPU
-        bucket's answers (bench/README.md)."""
+        by orjson with the garbage collector paused (`apps.common.decoding`): the standard decoder took ~0.6 s of a
+        10,000-GPU bucket's answers (bench/README.md)."""
         prom = self.prom
         response = prom._session.request(
             method="GET", url=f"{prom.url}/api/v1/query", params={"query": promql, "time": at.timestamp()},
@@ -565,8 +544,7 @@ class PrometheusSource(_FindingQueries):
         )
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        with _GC_PAUSED:
-            return orjson.loads(response.content)["data"]["result"]
+        return decoding.loads(response.content)["data"]["result"]
 
     def status(self, name: str) -> dict[str, Any]:
         """`/api/v1/status/<name>` (`buildinfo`, `flags`): the preflight's view of the server itself."""
@@ -642,6 +620,8 @@ class PrometheusSource(_FindingQueries):
         with self._counting:
             self._prefetched = {}
         rng, at = window(start, end)
+        rules = self.rules_cover(start, end)
+        health = self._health_recorded_queries(start, end) if rules else self._health_queries(start, end)
         queries = [
             *self._pod_history_queries(start, end),
             self._seen_instant("kube_pod_start_time", "uid", "max", start, end),
@@ -652,24 +632,40 @@ class PrometheusSource(_FindingQueries):
             self._seen_instant("kube_node_labels", "node", "max", start, end),
             *([] if self.recorded(start, end) is not None
               else [*((self._signal_query(s, rng), at) for s in SIGNALS), self._memory_query(start, end)]),
-            *(self._health_recorded_queries(start, end) if self.rules_cover(start, end)
-              else self._health_queries(start, end)),
+            *health,
             self._vanished_query(start, end),
         ]
-        for query, answer in zip(queries, self._ask_all(queries), strict=True):
+        # With the recorded health round, the last XID codes are asked right after the highest ones, by the same
+        # thread while the round's other queries run: device_health would otherwise ask them in a round of its own.
+        then: dict[tuple[str, datetime], Callable[[list[dict]], tuple[str, datetime] | None]] = {}
+        if rules:
+            then[health[0]] = lambda xid_max: self._xid_last_query(xid_max, rng, at)
+        for query, answer in zip(queries, self._ask_all(queries, then), strict=True):
             if answer is not None:
                 with self._counting:
                     self._prefetched[query] = answer
 
-    def _ask_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict[str, Any]] | None]:
-        """`ask` each query, side by side as query_all does; a failed one is None."""
+    def _ask_all(self, queries: Sequence[tuple[str, datetime]],
+                 then: Mapping[tuple[str, datetime], Callable[[list[dict]], tuple[str, datetime] | None]]
+                 ) -> list[list[dict[str, Any]] | None]:
+        """`ask` each query, side by side as query_all does; a failed one is None. A query in `then` is followed, in
+        its thread, by the query its answer names (if any), kept with the round's answers (dropped if it fails)."""
         def ask(q: tuple[str, datetime]) -> list[dict[str, Any]] | None:
             if self._stopping.is_set():
                 return None
             try:
-                return self.ask(*q)
+                answer = self.ask(*q)
             except PrometheusError:
                 return None
+            follow = then[q](answer) if q in then else None
+            if follow is not None and not self._stopping.is_set():
+                try:
+                    followed = self.ask(*follow)
+                except PrometheusError:
+                    return answer
+                with self._counting:
+                    self._prefetched[follow] = followed
+            return answer
 
         workers = min(settings.GPUFINOPS_PROMETHEUS_PARALLEL, len(queries))
         if workers <= 1:
