@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import models, transaction
 
+from apps.common.inlists import in_batches
 from apps.common.timeutils import floor_hour
 
 log = logging.getLogger(__name__)
 
 # Full collection resolution is kept this long; older history keeps one snapshot per hour.
 FULL_RESOLUTION_DAYS = 7
-DELETE_CHUNK = 500
 
 
 def retention_cutoff(now: datetime, keep_days: int) -> datetime:
@@ -55,8 +55,8 @@ def thin_collections(model: type[models.Model], *, now: datetime | None, keep_da
         .values_list("id", "cluster_id", "taken_at")
     )
     doomed = ids_to_thin(rows.iterator())
-    for i in range(0, len(doomed), DELETE_CHUNK):
+    for batch in in_batches(doomed):
         with transaction.atomic():
-            model._default_manager.filter(id__in=doomed[i : i + DELETE_CHUNK]).delete()
+            model._default_manager.filter(id__in=batch).delete()
     log.info("%s history: thinned %d collections before %s", model.__name__, len(doomed), cutoff.isoformat())
     return len(doomed)

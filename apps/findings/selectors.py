@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
+from apps.common.inlists import in_batches
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import default_signal
@@ -311,8 +312,8 @@ def idle_allocation_list(
             continue
         oldest = latest - timedelta(hours=settings.GPUFINOPS_IDLE_LOOKBACK_HOURS)
         history: dict[str, list[FindingHour]] = defaultdict(list)
-        for i in range(0, len(uids), 500):
-            for row in FindingHour.objects.filter(cluster=c, kind__in=IDLE_KINDS, subject__in=uids[i:i + 500],
+        for batch in in_batches(uids):
+            for row in FindingHour.objects.filter(cluster=c, kind__in=IDLE_KINDS, subject__in=batch,
                                                   hour__lte=latest, hour__gt=oldest).order_by("subject", "-hour"):
                 history[row.subject].append(row)
         for uid in uids:

@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.db.models import F, Model, Q
 from django.utils import timezone
 
+from apps.common.inlists import in_batches
 from apps.common.snapshots import field_values, upsert_observed
 from apps.common.timeutils import HOUR, day_bounds, iso_week_start, midnight
 from apps.inventory.gpus import UNKNOWN_NODE, AllocationMode
@@ -73,8 +74,6 @@ WORKLOAD_KEYS = ["team", "namespace", "workload", "node_group", "gpu_model"]
 CAPACITY_KEYS = list(CAPACITY_KEY)
 # Attribution coverage may fall this much on a re-collection before it counts as the source losing data.
 COVERAGE_TOLERANCE = 0.01
-# Rows deleted by id per statement: under SQLite's 999 bound parameters (Django's own limit for it).
-DELETE_BATCH = 900
 # Test seam: called inside the write transaction between deleting and re-inserting a day's rollups.
 after_day_delete: Callable[[Cluster, date], None] | None = None
 
@@ -268,8 +267,8 @@ def _forget_week_keys(cluster: Cluster, day: date) -> date:
     on_day = set(WorkloadDay.objects.filter(cluster=cluster, day=day).values_list(*WORKLOAD_KEYS))
     stale = [pk for pk, *key in WorkloadWeek.objects.filter(cluster=cluster, week=week)
              .values_list("pk", *WORKLOAD_KEYS) if tuple(key) in on_day]
-    for i in range(0, len(stale), DELETE_BATCH):
-        WorkloadWeek.objects.filter(pk__in=stale[i:i + DELETE_BATCH]).delete()
+    for batch in in_batches(stale):
+        WorkloadWeek.objects.filter(pk__in=batch).delete()
     return week
 
 

@@ -56,7 +56,6 @@ from apps.usage.selectors.status import (
     final_shares,
 )
 from apps.usage.selectors.workloads import (
-    CHUNK,
     PodUsage,
     Seen,
     Traits,
@@ -67,7 +66,7 @@ from apps.usage.selectors.workloads import (
 )
 
 __all__ = [
-    "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "CHUNK", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
+    "BUCKET_STATES", "CAPACITY_FIELDS", "CAPACITY_GROUP_KEYS", "DECIMALS", "FILTER_KEYS", "GROUP_KEYS",
     "IMPLIED_KEYS", "LEVELS", "MONEY_FIELDS", "Ordering", "RankedRow", "Ranking", "parse_ordering", "rank",
     "sort_keys", "USAGE_FIELDS", "DayStatus", "Filters", "MissingSignal",
     "PodUsage", "Seen", "TooLarge", "UsageReport", "busy_share", "capacity_and_provisional", "capacity_rows",

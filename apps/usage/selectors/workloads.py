@@ -10,13 +10,11 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import Count, Max, Min, Sum
 
+from apps.common.inlists import in_batches
 from apps.usage import money
 from apps.usage.activity import default_signal
 from apps.usage.figures import UsageFigures, round_hours
 from apps.usage.models import PodHour
-
-# IN-list size for pod lookups (SQLite allows 999 parameters per statement).
-CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -106,9 +104,9 @@ def pod_workloads(pods: Iterable[tuple[str, datetime, str, str]]) -> dict[tuple[
     out: dict[tuple[str, str, str], str] = {}
     for (cluster, hour), names in by_cluster.items():
         pod_names = sorted({p for _, p in names})
-        for i in range(0, len(pod_names), CHUNK):
+        for batch in in_batches(pod_names):
             for namespace, pod, workload in PodHour.objects.filter(
-                cluster__name=cluster, hour=hour, pod__in=pod_names[i : i + CHUNK]
+                cluster__name=cluster, hour=hour, pod__in=batch
             ).values_list("namespace", "pod", "workload"):
                 if (namespace, pod) in names:
                     out[(cluster, namespace, pod)] = workload
@@ -130,13 +128,13 @@ TeamWorkloadKey = tuple[str, str, str, str]  # team, cluster, namespace, workloa
 def workload_traits(*, start: datetime, end: datetime, visible_teams: set[str] | None,
                     workloads: Iterable[TeamWorkloadKey]) -> dict[TeamWorkloadKey, Traits]:
     """The node groups, GPU models and allocation modes of each of `workloads` (a page of a ranking) in
-    `[start, end)`: read by the ledger's workload index, one query per CHUNK workload names."""
+    `[start, end)`: read by the ledger's workload index, one query per `in_batches` slice of workload names."""
     wanted = set(workloads)
     names = sorted({w for _t, _c, _n, w in wanted})
     clusters = sorted({c for _t, c, _n, _w in wanted})
     found: dict[TeamWorkloadKey, tuple[set[str], set[str], set[str]]] = defaultdict(lambda: (set(), set(), set()))
-    for i in range(0, len(names), CHUNK):
-        qs = PodHour.objects.filter(cluster__name__in=clusters, workload__in=names[i : i + CHUNK], hour__gte=start,
+    for batch in in_batches(names):
+        qs = PodHour.objects.filter(cluster__name__in=clusters, workload__in=batch, hour__gte=start,
                                     hour__lt=end)
         if visible_teams is not None:
             qs = qs.filter(team__in=sorted(visible_teams))
