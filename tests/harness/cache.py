@@ -157,12 +157,14 @@ class PostgresTemplate:
             return cursor.fetchone() is not None
 
     def clone_into(self, database: str) -> None:
-        """`database` afresh as a copy of the template (a leftover of an earlier session is dropped first)."""
+        """`database` afresh as a copy of the template. A leftover of an earlier session is dropped first, as Django
+        does; one a running session is connected to is not (its DROP fails: two sessions on one DATABASE_URL at once
+        share their test database names)."""
         from django.db import connection
 
         quote = connection.ops.quote_name
         with connection._nodb_cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {quote(database)} WITH (FORCE)")
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(database)}")
             cursor.execute(f"CREATE DATABASE {quote(database)} TEMPLATE {quote(self.name)}")
 
     def store_from(self, database: str) -> None:
