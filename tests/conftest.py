@@ -63,10 +63,14 @@ def django_db_keepdb(request, django_db_modify_db_settings, django_db_blocker) -
     if template is not None:
         template.lock()  # held until django_db_setup stored the template, when this session has to make it
         _POSTGRES_TEMPLATE = template
-        with django_db_blocker.unblock():
-            if not template.exists():
-                return False
-            template.clone_into(connection.creation._get_test_db_name())
+        try:
+            with django_db_blocker.unblock():
+                if not template.exists():
+                    return False
+                template.clone_into(connection.creation._get_test_db_name())
+        except BaseException:
+            template.unlock()  # the other workers must not wait on a session that failed
+            raise
         template.unlock()
         return True
     entry = cache.migrated_sqlite_entry()
