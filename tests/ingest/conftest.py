@@ -86,10 +86,17 @@ def sim_world(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[
     yield from _world(tmp_path_factory.mktemp("sim"))
 
 
+# tests/ingest/test_collect_differential.py compares the last 4 hours of the demo in both label variants: the
+# exported variant's Prometheus holds those and the hour before them (5 of 25 hours to export and backfill).
+EXPORTED_HOURS = 4
+
+
 @pytest.fixture(scope="session")
 def sim_world_exported(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
-    """The same cluster scraped through Prometheus Operator (exported_pod, lowercase hostname)."""
-    yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname")
+    """The same cluster scraped through Prometheus Operator (exported_pod, lowercase hostname): its last
+    EXPORTED_HOURS."""
+    yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname",
+                      hours=EXPORTED_HOURS)
 
 
 @pytest.fixture(scope="session")
