@@ -127,7 +127,7 @@ class PostgresTemplate:
     under `name` (`store_from`) while holding a per-machine lock, so the other workers wait and clone it.
 
     The name is keyed by the migrations and the month: migrating creates the ledger's partitions of the months around
-    it (apps/usage/partitions.py). Templates stay on the server (a few MB each); drop them with `DROP DATABASE`."""
+    it (apps/usage/partitions.py). Templates stay on the server (about 12 MB each); drop them with `DROP DATABASE`."""
 
     def __init__(self, name: str) -> None:
         self.name = name
