@@ -47,28 +47,60 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
 
 
 @pytest.fixture(scope="session")
-def django_db_keepdb(request, django_db_modify_db_settings) -> bool:
-    """Keep (do not create) the test database with --reuse-db, or when it was restored from the migrated SQLite
-    database cached for these migrations (tests/harness/cache.py): migrating it then only confirms it."""
+def django_db_keepdb(request, django_db_modify_db_settings, django_db_blocker) -> bool:
+    """Keep (do not create) the test database with --reuse-db, or when it was restored from the migrated database
+    cached for these migrations (tests/harness/cache.py: an SQLite file, or a PostgreSQL template database cloned):
+    migrating it then only confirms it."""
+    global _POSTGRES_TEMPLATE
     from django.conf import settings
+    from django.db import connection
 
     if request.config.getvalue("reuse_db"):
         return True
+    if request.config.getvalue("create_db"):
+        return False
+    template = cache.postgres_template()
+    if template is not None:
+        template.lock()  # held until django_db_setup stored the template, when this session has to make it
+        _POSTGRES_TEMPLATE = template
+        try:
+            with django_db_blocker.unblock():
+                if not template.exists():
+                    return False
+                template.clone_into(connection.creation._get_test_db_name())
+        except BaseException:
+            template.unlock()  # the other workers must not wait on a session that failed
+            raise
+        template.unlock()
+        return True
     entry = cache.migrated_sqlite_entry()
-    if entry is None or not entry.exists() or request.config.getvalue("create_db"):
+    if entry is None or not entry.exists():
         return False
     cache.copy_sqlite(entry, Path(settings.DATABASES["default"]["TEST"]["NAME"]))
     return True
 
 
+_POSTGRES_TEMPLATE: cache.PostgresTemplate | None = None
+
+
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_keepdb) -> None:
-    """pytest-django's, then the migrated SQLite database cached for the next session when it was made here."""
+def django_db_setup(django_db_setup, django_db_keepdb, django_db_blocker, request) -> Iterator[None]:
+    """pytest-django's, then the migrated database cached for the next session (and the other pytest-xdist workers)
+    when it was made here; a test database cloned from the PostgreSQL template is dropped at the end."""
     from django.db import connection
 
     entry = cache.migrated_sqlite_entry()
     if entry is not None and not entry.exists():
         cache.copy_sqlite(Path(connection.settings_dict["NAME"]), entry)
+    template = _POSTGRES_TEMPLATE
+    if template is not None and template.locked:
+        with django_db_blocker.unblock():
+            template.store_from(connection.settings_dict["NAME"])
+        template.unlock()
+    yield
+    if template is not None and django_db_keepdb and not request.config.getvalue("reuse_db"):
+        with django_db_blocker.unblock():
+            template.drop_clone()
 
 
 @pytest.fixture

@@ -115,3 +115,89 @@ def pickled(name: str, build: Callable[[], T], *, parts: Iterable[str], files: I
         if os.path.exists(temporary):
             os.unlink(temporary)
     return value
+
+
+# ---- The migrated PostgreSQL test database ----
+
+
+class PostgresTemplate:
+    """A migrated PostgreSQL database of these migrations, which a test database is cloned from (`CREATE DATABASE ...
+    TEMPLATE`, a file copy on the server) instead of being migrated (about 10 CPU-seconds per pytest-xdist worker, and
+    the server's work besides). The first session to find none migrates its test database as usual and stores a copy
+    under `name` (`store_from`) while holding a per-machine lock, so the other workers wait and clone it.
+
+    The name is keyed by the migrations and the month: migrating creates the ledger's partitions of the months around
+    it (apps/usage/partitions.py). Templates stay on the server (about 12 MB each); drop them with `DROP DATABASE`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._lock = None
+
+    @property
+    def locked(self) -> bool:
+        return self._lock is not None
+
+    def lock(self) -> None:
+        import fcntl
+
+        handle = (Path(tempfile.gettempdir()) / f"{self.name}.lock").open("a")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        self._lock = handle
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing the file drops the flock
+            self._lock = None
+
+    def exists(self) -> bool:
+        from django.db import connection
+
+        with connection._nodb_cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [self.name])
+            return cursor.fetchone() is not None
+
+    def clone_into(self, database: str) -> None:
+        """`database` afresh as a copy of the template. A leftover of an earlier session is dropped first, as Django
+        does; one a running session is connected to is not (its DROP fails: two sessions on one DATABASE_URL at once
+        share their test database names)."""
+        from django.db import connection
+
+        quote = connection.ops.quote_name
+        with connection._nodb_cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {quote(database)}")
+            cursor.execute(f"CREATE DATABASE {quote(database)} TEMPLATE {quote(self.name)}")
+
+    def store_from(self, database: str) -> None:
+        """Copy the freshly migrated `database` as the template: under a temporary name, then renamed, so a session
+        never clones half a template. Nothing is stored when the server refuses (the next session migrates)."""
+        from django.db import DatabaseError, connection
+
+        quote = connection.ops.quote_name
+        temporary = f"{self.name}_tmp"
+        connection.close()  # a database being copied must have no connection
+        try:
+            with connection._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {quote(temporary)}")
+                cursor.execute(f"CREATE DATABASE {quote(temporary)} TEMPLATE {quote(database)}")
+                cursor.execute(f"ALTER DATABASE {quote(temporary)} RENAME TO {quote(self.name)}")
+        except DatabaseError:
+            pass
+
+    def drop_clone(self) -> None:
+        """Drop a test database cloned from the template at the end of the session (pytest-django keeps a database
+        it did not create)."""
+        from django.db import connection
+
+        connection.creation.destroy_test_db(verbosity=0, keepdb=False)
+
+
+def postgres_template() -> PostgresTemplate | None:
+    """The template of the migrated PostgreSQL test database of these migrations this month; None when the cache is
+    off or the tests do not run on PostgreSQL."""
+    from datetime import UTC, datetime
+
+    from django.db import connection
+
+    if not enabled() or connection.vendor != "postgresql":
+        return None
+    return PostgresTemplate(f"gpufinops_template_{content_key(migrations_key(), f'{datetime.now(UTC):%Y-%m}')[:24]}")

@@ -36,7 +36,8 @@ class SimWorld:
 
     @property
     def hours(self) -> list[datetime]:
-        return [self.start + timedelta(hours=i) for i in range(WINDOW_HOURS)]
+        """The hours the world's Prometheus holds (and the hour before them): WINDOW_HOURS, or fewer (`_world`)."""
+        return [self.start + timedelta(hours=i) for i in range((self.end - self.start) // timedelta(hours=1))]
 
 
 def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *extra: str) -> None:
@@ -48,14 +49,15 @@ def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *ex
     )
 
 
-def _world(tmp: Path, *extra: str, name: str = "demo") -> Iterator[SimWorld]:
+def _world(tmp: Path, *extra: str, name: str = "demo", hours: int = WINDOW_HOURS) -> Iterator[SimWorld]:
+    """The scenario `name` (built over DAYS) whose last `hours` (and the hour before them) are in a real Prometheus."""
     from devtools.simulator.k8s_api import start_server
     from devtools.simulator.scenarios import build_scenario
 
     require_binary("promtool")
     require_binary("prometheus")
     end = END
-    start = end - timedelta(hours=WINDOW_HOURS)
+    start = end - timedelta(hours=hours)
     # The demo's worlds are its own cases, read once at the end (its DRA claims need reads every 5 minutes:
     # tests/ingest/test_collect_dra.py and tests/findings/test_mixed_findings.py collect `mixed` so).
     plain = {"with_dra": False} if name == "demo" else {}
@@ -84,10 +86,17 @@ def sim_world(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[
     yield from _world(tmp_path_factory.mktemp("sim"))
 
 
+# tests/ingest/test_collect_differential.py compares the last 4 hours of the demo in both label variants: the
+# exported variant's Prometheus holds those and the hour before them (5 of 25 hours to export and backfill).
+EXPORTED_HOURS = 4
+
+
 @pytest.fixture(scope="session")
 def sim_world_exported(tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[SimWorld]:
-    """The same cluster scraped through Prometheus Operator (exported_pod, lowercase hostname)."""
-    yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname")
+    """The same cluster scraped through Prometheus Operator (exported_pod, lowercase hostname): its last
+    EXPORTED_HOURS."""
+    yield from _world(tmp_path_factory.mktemp("sim-exported"), "--exported-labels", "--hostname-label", "hostname",
+                      hours=EXPORTED_HOURS)
 
 
 @pytest.fixture(scope="session")
@@ -104,8 +113,10 @@ def sim_world_no_node_name(tmp_path_factory, django_db_setup, django_db_blocker)
 
 
 def mixed_world(tmp_path_factory, name: str) -> Iterator[SimWorld]:
-    """The `mixed` scenario (or a variant: `mixed-v1beta1`, `mixed-noattr`): every way GPUs are handed out."""
-    yield from _world(tmp_path_factory.mktemp(name), name=name)
+    """The `mixed` scenario (or a variant: `mixed-v1beta1`, `mixed-noattr`): every way GPUs are handed out. Its tests
+    collect the last MIXED_HOURS, so its Prometheus holds those and the hour before them, as the 24-hour worlds hold
+    the hour before their first (the same look-back; 15 of the 25 hours to export and backfill, three times a run)."""
+    yield from _world(tmp_path_factory.mktemp(name), name=name, hours=MIXED_HOURS)
 
 
 def make_cluster(world: SimWorld, name: str = "sim-demo", **kwargs) -> Cluster:  # type: ignore[no-untyped-def]
