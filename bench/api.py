@@ -147,7 +147,9 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
             claim_bucket(cluster, hour, owner)
             write_bucket(cluster, hour, BucketResult(pods, node_rows), owner=owner, covered_until=hour_end)
             if h % 24 == 23:
+                _analyze()
                 print(f"fill: {h + 1}/{hours} buckets, {time.perf_counter() - t0:.0f}s", flush=True)
+    _analyze()
     counts = {
         "pod_hours": PodHour.objects.filter(cluster=cluster).count(),
         "usage_hour_rows": UsageHour.objects.filter(cluster=cluster).count(),
@@ -155,6 +157,17 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
     }
     print(f"fill: {counts}", flush=True)
     return counts
+
+
+def _analyze() -> None:
+    """Table statistics for the planner, which a server with autovacuum off (this machine's) never gathers: without
+    them the week rollup's rebuild ran as a nested loop, 25-50 s a bucket instead of ~2.5 s, and the benchmark's
+    reads would be planned blind."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
 
 
 def _free_port() -> int:
@@ -232,6 +245,11 @@ def main() -> None:
         help="load generator: Python threads (default), or wrk (Debian `wrk`), which leaves the cores to the server",
     )
     parser.add_argument("--duration", type=int, default=20, help="seconds of load with --client wrk")
+    parser.add_argument(
+        "--worker-connections", type=int, default=0,
+        help="connections each gunicorn worker holds at most (default: clients / workers, so the clients' keep-alive "
+             "connections are split evenly: gunicorn otherwise lets one worker take most or all of them)",
+    )
     parser.add_argument("--namespaces-per-team", type=int, default=1)
     parser.add_argument("--with-hourly", action="store_true", help="add group_by=team,hour (hour rollup) to the mix")
     parser.add_argument(
@@ -263,9 +281,11 @@ def main() -> None:
         "DB_CONN_MAX_AGE": "900",
         "LOG_LEVEL": "WARNING",
     }
+    per_worker = args.worker_connections or -(-args.clients // args.workers)
     command = [
         sys.executable, "-m", "gunicorn", "gpufinops.wsgi:application", "-b", f"127.0.0.1:{port}",
         "-w", str(args.workers), "-k", "gthread", "--threads", str(args.threads), "--log-level", "warning",
+        "--worker-connections", str(per_worker),
     ]  # fmt: skip
     server = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
     try:
@@ -281,7 +301,7 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
-        for who, path in mix * 3:  # warm both workers' connections and caches
+        for who, path in mix * 3:  # warm one worker's imports and compiled statements (wrk's warm-up: both)
             status, body = _get(conn, path, tokens[who])
             if status != 200:
                 raise RuntimeError(f"{path} -> {status}: {body[:300]!r}")
@@ -291,8 +311,10 @@ def main() -> None:
             if status != 200:
                 raise RuntimeError(f"{args.trivial_path} -> {status}: {body[:300]!r}")
             print(f"trivial endpoint {args.trivial_path}: {len(body)} bytes: {body[:200]!r}")
+        conn.close()  # its place in a worker's --worker-connections is the clients'
+        if args.compare_trivial:
             print(f"{args.clients} wrk connections, {args.duration} s a round, gunicorn -w {args.workers} --threads "
-                  f"{args.threads}, {os.cpu_count()} CPUs", flush=True)
+                  f"{args.threads} --worker-connections {per_worker}, {os.cpu_count()} CPUs", flush=True)
             compare_trivial(port, server.pid, args.db, mix, tokens, args.trivial_path, clients=args.clients,
                             duration=args.duration, rounds=args.rounds, warmup=args.warmup)
             return
