@@ -13,7 +13,8 @@
    teams (one namespace each; ``--namespaces-per-team`` raises the cardinality). Activity per job
    kind (train, batch, infer, eval, notebook, idle notebook); 1 % of blocks have no DCGM identity
    (unmeasured). Seeded, so every run writes the same rows. Skipped when the week is already there.
-2. Starts gunicorn (``-w 2 --threads 4`` by default, gthread) on a free loopback port.
+2. Starts gunicorn (``-w 2 --threads 4`` by default, gthread, ``--worker-connections`` clients / workers so the
+   keep-alive connections are split evenly) on a free loopback port.
 3. 32 client threads (stdlib ``http.client``, keep-alive) send ``--requests`` GETs of a query mix
    over that week; prints p50/p95/max latency, errors and requests/s, overall and per query.
    ``--compare-trivial`` instead runs ``wrk`` against the same gunicorn, answer cache off
