@@ -2,7 +2,7 @@
 
     python bench/api.py [--db postgres://postgres@127.0.0.1:5432/gpufinops_bench]
                         [--clients 32] [--requests 3000] [--workers 2] [--threads 4] [--refill]
-                        [--compare-trivial [--trivial-path /api/v1/teams/] [--rounds 2]]
+                        [--compare-trivial [--trivial-path /api/v1/teams/] [--rounds 3] [--warmup 5] [--duration 20]]
 
 1. Fills one cluster, ``bench-api-large``, with the last 7 whole UTC days (168 hourly buckets)
    through the real ledger write path (``apps.usage.services.claim_bucket`` + ``write_bucket``:
@@ -13,12 +13,15 @@
    teams (one namespace each; ``--namespaces-per-team`` raises the cardinality). Activity per job
    kind (train, batch, infer, eval, notebook, idle notebook); 1 % of blocks have no DCGM identity
    (unmeasured). Seeded, so every run writes the same rows. Skipped when the week is already there.
-2. Starts gunicorn (``-w 2 --threads 4`` by default, gthread) on a free loopback port.
+2. Starts gunicorn (``-w 2 --threads 4`` by default, gthread, ``--worker-connections`` clients / workers so the
+   keep-alive connections are split evenly) on a free loopback port.
 3. 32 client threads (stdlib ``http.client``, keep-alive) send ``--requests`` GETs of a query mix
    over that week; prints p50/p95/max latency, errors and requests/s, overall and per query.
    ``--compare-trivial`` instead runs ``wrk`` against the same gunicorn, answer cache off
-   (``GPUFINOPS_API_CACHE_SECONDS=0``): a trivial authenticated endpoint, then the usage mix, alternately,
-   and prints both requests/s and usage/trivial (issue 15: at least 60 %).
+   (``GPUFINOPS_API_CACHE_SECONDS=0``): a warm-up run of a trivial authenticated endpoint and of the usage mix, then
+   ``--rounds`` of each in ABBA order, and prints every round (with the CPU the server, PostgreSQL, wrk and every
+   other process spent in it, and how the connections were split between the workers: bench/api_compare.py), both
+   medians and usage/trivial (issue 15: at least 60 %).
 
 Nothing is asserted: these are measurements (see bench/README.md).
 """
@@ -39,6 +42,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+
+from api_compare import compare_trivial, run_wrk  # bench/api_compare.py (the script's folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -106,6 +111,7 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
         and cluster.kube_context == f"bench-v2-{ns_per_team}"  # marks how the rows were generated
     ):
         print(f"fill: reusing the {hours} buckets already written for {CLUSTER}", flush=True)
+        _maintain("VACUUM ANALYZE")
     else:
         if cluster is not None:
             cluster.delete()
@@ -143,7 +149,10 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
             claim_bucket(cluster, hour, owner)
             write_bucket(cluster, hour, BucketResult(pods, node_rows), owner=owner, covered_until=hour_end)
             if h % 24 == 23:
+                _maintain("ANALYZE")
                 print(f"fill: {h + 1}/{hours} buckets, {time.perf_counter() - t0:.0f}s", flush=True)
+        # Compacted, as autovacuum would keep it and the same for every run: each answer reads only live rows.
+        _maintain("VACUUM (FULL, ANALYZE)")
     counts = {
         "pod_hours": PodHour.objects.filter(cluster=cluster).count(),
         "usage_hour_rows": UsageHour.objects.filter(cluster=cluster).count(),
@@ -151,6 +160,18 @@ def fill(start: datetime, end: datetime, ns_per_team: int, seed: int = 7) -> dic
     }
     print(f"fill: {counts}", flush=True)
     return counts
+
+
+def _maintain(statement: str) -> None:
+    """Run VACUUM or ANALYZE (PostgreSQL only, outside a transaction). Autovacuum is off on this machine's server, so
+    without it the planner has no statistics (the week rollup's rebuild ran as a nested loop, 25-50 s a bucket
+    instead of ~2.5 s) and every rollup rebuilt 168 times keeps its dead rows (`usage_usageday`: 672 live rows in
+    4.9 MB), which each usage answer then scans: up to 0.8 ms more PostgreSQL time a request."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(statement)
 
 
 def _free_port() -> int:
@@ -168,71 +189,6 @@ def _get(conn: http.client.HTTPConnection, path: str, token: str) -> tuple[int, 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-WRK_SCRIPT = """
-local reqs = {%s}
-local i = 0
-request = function()
-  i = i %% #reqs + 1
-  return wrk.format("GET", reqs[i][1], {["Authorization"] = "Token " .. reqs[i][2]})
-end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("overall (wrk): p50 %%.1f ms, p95 %%.1f ms, max %%.1f ms, errors %%d, %%.0f requests/s\\n",
-    latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency.max / 1000,
-    e.connect + e.read + e.write + e.status + e.timeout, summary.requests / (summary.duration / 1e6)))
-end
-"""
-
-
-def _run_wrk(port: int, mix: list[tuple[str, str]], tokens: dict[str, str], clients: int, duration: int) -> str:
-    """Closed-loop load from wrk: `clients` connections cycling through the same mix of requests."""
-    import shutil
-    import tempfile
-
-    if shutil.which("wrk") is None:
-        raise SystemExit("--client wrk needs wrk (apt-get install -y wrk)")
-    entries = ", ".join(f'{{"{path}", "{tokens[who]}"}}' for who, path in mix)
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
-        fh.write(WRK_SCRIPT % entries)
-    out = subprocess.run(
-        ["wrk", "-t2", f"-c{clients}", f"-d{duration}s", "--timeout", "10s", "-s", fh.name, f"http://127.0.0.1:{port}/"],
-        capture_output=True, text=True, check=True,
-    )
-    os.unlink(fh.name)
-    header = f"{clients} connections for {duration}s, gunicorn on the same {os.cpu_count()} CPUs"
-    return header + "\n" + "\n".join(line for line in out.stdout.splitlines() if line.startswith("overall"))
-
-
-def _requests_per_second(wrk_output: str) -> float:
-    """The requests/s figure of `_run_wrk`'s summary line."""
-    import re
-
-    match = re.search(r"errors (\d+), (\d+) requests/s", wrk_output)
-    if match is None:
-        raise RuntimeError(f"no wrk summary in {wrk_output!r}")
-    if int(match.group(1)):
-        print(f"  (wrk counted {match.group(1)} errors: non-2xx answers or socket errors)")
-    return float(match.group(2))
-
-
-def _compare_trivial(port: int, mix: list[tuple[str, str]], tokens: dict[str, str], trivial: str,
-                     clients: int, duration: int, rounds: int) -> None:
-    """wrk against one gunicorn: the trivial authenticated endpoint, then the usage mix, `rounds` times
-    alternately (so a change of load on the shared machine hits both), and the ratio of the medians."""
-    trivial_rps: list[float] = []
-    usage_rps: list[float] = []
-    for n in range(rounds):
-        for label, requests, into in (("trivial", [("staff", trivial)], trivial_rps), ("usage", mix, usage_rps)):
-            load = " / ".join(f"{v:.2f}" for v in os.getloadavg())
-            out = _run_wrk(port, requests, tokens, clients, duration)
-            into.append(_requests_per_second(out))
-            print(f"round {n + 1} {label:7} (load average before {load}): {out.splitlines()[-1]}", flush=True)
-    t, u = statistics.median(trivial_rps), statistics.median(usage_rps)
-    print(f"\ntrivial {trivial}: {' '.join(f'{v:.0f}' for v in trivial_rps)} requests/s (median {t:.0f})")
-    print(f"usage mix, uncached: {' '.join(f'{v:.0f}' for v in usage_rps)} requests/s (median {u:.0f})")
-    print(f"usage / trivial = {u / t:.1%} (goal: at least 60 %)")
 
 
 def prepare(db: str, ns_per_team: int) -> tuple[datetime, datetime, dict[str, str]]:
@@ -293,6 +249,11 @@ def main() -> None:
         help="load generator: Python threads (default), or wrk (Debian `wrk`), which leaves the cores to the server",
     )
     parser.add_argument("--duration", type=int, default=20, help="seconds of load with --client wrk")
+    parser.add_argument(
+        "--worker-connections", type=int, default=0,
+        help="connections each gunicorn worker holds at most (default: clients / workers, so the clients' keep-alive "
+             "connections are split evenly: gunicorn otherwise lets one worker take most or all of them)",
+    )
     parser.add_argument("--namespaces-per-team", type=int, default=1)
     parser.add_argument("--with-hourly", action="store_true", help="add group_by=team,hour (hour rollup) to the mix")
     parser.add_argument(
@@ -301,7 +262,10 @@ def main() -> None:
     )
     parser.add_argument("--trivial-path", default="/api/v1/teams/",
                         help="the trivial endpoint for --compare-trivial (token auth, a tiny JSON answer)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternations trivial/usage with --compare-trivial")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of each with --compare-trivial, in ABBA order (trivial-usage, usage-trivial, ...)")
+    parser.add_argument("--warmup", type=float, default=5,
+                        help="seconds of each endpoint before the rounds with --compare-trivial, not counted")
     args = parser.parse_args()
     if args.compare_trivial:
         os.environ["GPUFINOPS_API_CACHE_SECONDS"] = "0"  # uncached usage: gunicorn inherits the environment
@@ -317,12 +281,15 @@ def main() -> None:
         "SECRET_KEY": "bench-api-" + "x" * 50,
         "ALLOWED_HOSTS": "127.0.0.1",
         "SECURE_SSL_REDIRECT": "0",
-        "DB_CONN_MAX_AGE": "60",
+        # Longer than a run: each thread keeps its PostgreSQL backend, so a round's backend CPU is all counted.
+        "DB_CONN_MAX_AGE": "900",
         "LOG_LEVEL": "WARNING",
     }
+    per_worker = args.worker_connections or -(-args.clients // args.workers)
     command = [
         sys.executable, "-m", "gunicorn", "gpufinops.wsgi:application", "-b", f"127.0.0.1:{port}",
         "-w", str(args.workers), "-k", "gthread", "--threads", str(args.threads), "--log-level", "warning",
+        "--worker-connections", str(per_worker),
     ]  # fmt: skip
     server = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
     try:
@@ -338,7 +305,7 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
-        for who, path in mix * 3:  # warm both workers' connections and caches
+        for who, path in mix * 3:  # warm one worker's imports and compiled statements (wrk's warm-up: both)
             status, body = _get(conn, path, tokens[who])
             if status != 200:
                 raise RuntimeError(f"{path} -> {status}: {body[:300]!r}")
@@ -348,10 +315,17 @@ def main() -> None:
             if status != 200:
                 raise RuntimeError(f"{args.trivial_path} -> {status}: {body[:300]!r}")
             print(f"trivial endpoint {args.trivial_path}: {len(body)} bytes: {body[:200]!r}")
-            _compare_trivial(port, mix, tokens, args.trivial_path, args.clients, args.duration, args.rounds)
+        conn.close()  # its place in a worker's --worker-connections is the clients'
+        if args.compare_trivial:
+            print(f"{args.clients} wrk connections, {args.duration} s a round, gunicorn -w {args.workers} --threads "
+                  f"{args.threads} --worker-connections {per_worker}, {os.cpu_count()} CPUs", flush=True)
+            compare_trivial(port, server.pid, args.db, mix, tokens, args.trivial_path, clients=args.clients,
+                            duration=args.duration, rounds=args.rounds, warmup=args.warmup)
             return
         if args.client == "wrk":
-            print(_run_wrk(port, mix, tokens, args.clients, args.duration))
+            run = run_wrk(port, mix, tokens, args.clients, args.duration)
+            print(f"{args.clients} connections for {args.duration}s, gunicorn on the same {os.cpu_count()} CPUs\n"
+                  f"{run.summary}")
             return
 
         latencies: list[tuple[int, float, int]] = []  # (mix index, seconds, status)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 # (label, what cProfile's function key must match: (file suffix, function name)); the parts overlap.
 PARTS: list[tuple[str, str, str]] = [
     ("token authentication", "apps/accounts/authentication.py", "authenticate_credentials"),
-    ("throttle", "rest_framework/throttling.py", "allow_request"),
+    ("throttle", "apps/common/throttling.py", "allow_request"),
     ("content negotiation", "rest_framework/views.py", "perform_content_negotiation"),
     ("parameters and period", "apps/common/api.py", "request_window"),
     ("usage_report", "apps/usage/selectors/report.py", "usage_report"),

@@ -31,11 +31,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from common import children, cpu_seconds  # bench/common.py (the script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BUDGET = 300.0  # seconds: beat sends the collection every 5 minutes
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SUCCEEDED = re.compile(r"Task apps\.ingest\.tasks\.collect_cluster_task\[([0-9a-f-]+)\] succeeded in ([\d.]+)s")
 
 
@@ -49,27 +50,6 @@ def _status_kb(pid: int, key: str) -> int:
     except OSError:
         pass
     return 0
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        # Fields after the parenthesised command: utime and stime are the 12th and 13th.
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
 
 
 def _load() -> str:
@@ -192,9 +172,9 @@ def main() -> None:
 
 def _cycle(cycle, app, broker, seen, workers, sims, by_id, timezone, CollectionRun, Bucket) -> None:  # noqa: N803
     """Send the periodic task once and wait until every cluster has a collection run recorded after it."""
-    pool = {w.hostname: [w.pid, *_children(w.pid)] for w in workers}
-    cpu_before = {p: _cpu_seconds(p) for pids in pool.values() for p in pids}
-    sim_before = sum(_cpu_seconds(s.pid) for s in sims)
+    pool = {w.hostname: [w.pid, *children(w.pid)] for w in workers}
+    cpu_before = {p: cpu_seconds(p) for pids in pool.values() for p in pids}
+    sim_before = sum(cpu_seconds(s.pid) for s in sims)
     print(f"\n== cycle {cycle}: {_load()} (before)", flush=True)
     sent_at = timezone.now()
     t0 = time.perf_counter()
@@ -211,10 +191,10 @@ def _cycle(cycle, app, broker, seen, workers, sims, by_id, timezone, CollectionR
     polled = time.perf_counter() - t0
     print(f"   {_load()} (after); highest 1-minute load seen during the cycle {peak_load:.2f}")
     wall = (max(r.finished_at for r in runs) - sent_at).total_seconds()
-    pool = {w.hostname: [w.pid, *_children(w.pid)] for w in workers}
+    pool = {w.hostname: [w.pid, *children(w.pid)] for w in workers}
     # Per process, main and pool child apart: the child collects, the main process consumes and acks.
-    cpu = {p: _cpu_seconds(p) - cpu_before.get(p, 0.0) for pids in pool.values() for p in pids}
-    sim_cpu = sum(_cpu_seconds(s.pid) for s in sims) - sim_before
+    cpu = {p: cpu_seconds(p) - cpu_before.get(p, 0.0) for pids in pool.values() for p in pids}
+    sim_cpu = sum(cpu_seconds(s.pid) for s in sims) - sim_before
 
     # Results of this cycle's tasks, from the result backend; the worker that ran each, from its log.
     time.sleep(0.5)  # the result is stored just after the run is recorded

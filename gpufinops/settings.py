@@ -301,7 +301,8 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    # Per user and window of the rate's period, one counter (apps/common/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["apps.common.throttling.UserWindowRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": envstr("GPUFINOPS_API_RATE", "100000/hour")},
     "EXCEPTION_HANDLER": "apps.common.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
