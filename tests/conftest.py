@@ -364,7 +364,8 @@ LONG_FIXTURES = frozenset({
     "celery_worker_factory", "celery_worker_proc", "demo_site", "browser",
 })
 # Package- or session-scoped worlds several modules share: their tests form one pytest-xdist group (one worker), so
-# the world is built once, not once per worker that draws one of the modules.
+# the world is built once, not once per worker that draws one of the modules. Every other world of
+# tests/harness/shared_rows.py gets such a group too, `world-<fixture>` (below).
 SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo", "shared_mixed_collection": "mixed-collection",
                        "shared_priced_day": "priced-demo-day"}
 
@@ -376,6 +377,11 @@ def pytest_collection_modifyitems(config, items) -> None:
         if SERVICE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.services)
         group = next((g for f, g in SHARED_WORLD_GROUPS.items() if f in fixtures), None)
+        world = _world_of(item)
+        if group is None and world:
+            # A shared world's users, whatever their module, on one worker one after another: the world is built
+            # once per run, not once per module that asks for it (the API's ledger: nine modules).
+            group = f"world-{world}"
         item.add_marker(pytest.mark.xdist_group(group or str(item.path.relative_to(config.rootpath))))
     items[:] = _long_modules_first(_world_users_together(items))
 
