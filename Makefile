@@ -78,11 +78,14 @@ test: $(STAMP)
 
 # The contributor's inner loop (CONTRIBUTING.md): no services, so on SQLite whatever DATABASE_URL the shell has, and
 # not the few `slow` ones (schemathesis fuzzing, the 10,000-GPU scenario, a day of demo: `make test` runs them), on
-# two pytest-xdist workers, each test module on one worker (its shared worlds built once there).
+# two pytest-xdist workers, each test module on one worker (a shared world's tests together on one, built once).
+# Bytecode is written even where the shell sets PYTHONDONTWRITEBYTECODE: otherwise each worker, and each Django
+# subprocess a test starts, compiles every module and pytest rewrites every test module's asserts again (half of
+# a worker's collection CPU; bench/README.md).
 TEST_FAST_WORKERS ?= 2
 test-fast: $(STAMP)
-	env -u DATABASE_URL GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -m "not services and not slow" \
-		-n $(TEST_FAST_WORKERS) --dist loadgroup
+	env -u DATABASE_URL -u PYTHONDONTWRITEBYTECODE GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q \
+		-m "not services and not slow" -n $(TEST_FAST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(PYTHON) -m ruff check .

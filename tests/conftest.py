@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from tests.harness import cache, cpu_report
+from tests.harness import cache, cpu_report, group_seconds
 from tests.harness.prometheus import PrometheusServer, start_prometheus
 from tests.harness.services import require_binary, require_service
 from tests.harness.shared_rows import WORLD_FIXTURES, SharedRows
@@ -32,6 +32,12 @@ hypothesis_settings.load_profile("gpufinops")
 
 def pytest_configure(config: pytest.Config) -> None:
     cpu_report.register(config)  # GPUFINOPS_TEST_CPU_REPORT=FILE: each test's CPU seconds (tests/harness/cpu_report.py)
+    group_seconds.register(config)  # each xdist group's seconds, for the next run's order (harness/group_seconds.py)
+    # pytest-xdist (3.7+) hands groups out by test count, most first, unless told not to: a one-test module of 5 CPU-s
+    # then starts last and ends the run alone. `_order_groups` below orders them by their cost instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    config.pluginmanager.register(_GroupOrder(), "gpufinops-group-order")
 
 # ---- Database ----
 
@@ -396,7 +402,8 @@ LONG_FIXTURES = frozenset({
     "celery_worker_factory", "celery_worker_proc", "demo_site", "browser",
 })
 # Package- or session-scoped worlds several modules share: their tests form one pytest-xdist group (one worker), so
-# the world is built once, not once per worker that draws one of the modules.
+# the world is built once, not once per worker that draws one of the modules. Every other world of
+# tests/harness/shared_rows.py gets such a group too, `world-<fixture>` (below).
 SHARED_WORLD_GROUPS = {"demo_site": "dashboard-demo", "shared_mixed_collection": "mixed-collection",
                        "shared_priced_day": "priced-demo-day"}
 
@@ -408,19 +415,58 @@ def pytest_collection_modifyitems(config, items) -> None:
         if SERVICE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.services)
         group = next((g for f, g in SHARED_WORLD_GROUPS.items() if f in fixtures), None)
+        world = _world_of(item)
+        if group is None and world:
+            # A shared world's users, whatever their module, on one worker one after another: the world is built
+            # once per run, not once per module that asks for it (the API's ledger: nine modules).
+            group = f"world-{world}"
         item.add_marker(pytest.mark.xdist_group(group or str(item.path.relative_to(config.rootpath))))
-    items[:] = _long_modules_first(_world_users_together(items))
+    items[:] = _world_users_together(items)
+
+
+class _GroupOrder:
+    """The order in which pytest-xdist hands the groups out (`--dist loadgroup`: in collection order), set last:
+    after pytest-django's sort into db, transactional and other tests (a tryfirst hook, like the one above)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items) -> None:
+        items[:] = _longest_groups_first(_long_modules_first(items), group_seconds.previous_seconds(config))
+
+
+def _longest_groups_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[pytest.Item]:
+    """The xdist groups by the seconds they took in the last run, longest first (tests/harness/group_seconds.py); a
+    group without a figure keeps its place from `_long_modules_first`: before every group with one when it is long,
+    after them otherwise. Each group's tests keep their order."""
+    if not seconds:
+        return items
+    long_paths = _long_paths(items)
+    unknown_long = {_group(item) for item in items if item.path in long_paths and _group(item) not in seconds}
+
+    def cost(item: pytest.Item) -> float:
+        group = _group(item)
+        return seconds.get(group, float("inf") if group in unknown_long else 0.0)
+
+    return sorted(items, key=lambda item: -cost(item))
+
+
+def _group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker is not None and marker.args else ""
 
 
 def _long_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
     """Modules with a `slow` test or a long fixture first, the rest after, each keeping its order: pytest-xdist hands
     modules to workers in this order (`--dist loadgroup`), so the longest start at once instead of ending the run
     alone on one worker while the others idle."""
-    long_paths = {
+    long_paths = _long_paths(items)
+    return [item for item in items if item.path in long_paths] + [item for item in items if item.path not in long_paths]
+
+
+def _long_paths(items: list[pytest.Item]) -> set[Path]:
+    return {
         item.path for item in items
         if item.get_closest_marker("slow") is not None or LONG_FIXTURES & set(getattr(item, "fixturenames", ()))
     }
-    return [item for item in items if item.path in long_paths] + [item for item in items if item.path not in long_paths]
 
 
 def _world_users_together(items: list[pytest.Item]) -> list[pytest.Item]:

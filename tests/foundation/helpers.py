@@ -35,8 +35,10 @@ def manage(args: list[str], env: dict[str, str], timeout: float = 120) -> subpro
 
 def settings_in_subprocess(env: dict[str, str], names: list[str]) -> dict:
     """The named Django settings as a fresh process with `env` sees them (JSON-serialised with str fallback)."""
+    # Settings only: reading them configures Django from the settings module without `django.setup()`, which would
+    # import every installed app's models (three times the CPU of a settings read, and nothing the callers check).
     code = (
-        "import json, django; django.setup(); from django.conf import settings; "
+        "import json; from django.conf import settings; "
         f"print(json.dumps({{n: getattr(settings, n) for n in {names!r}}}, default=str))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True,

@@ -24,9 +24,9 @@ autouse `_shared_world_first` (tests/conftest.py) opens it before any other fixt
     def ledger(shared_ledger, db):
         return shared_ledger
 
-Within a module, tests/conftest.py runs the tests of one world side by side (a module marked `keep_order` stays in
-file order), so a world is built once per module, and pytest-xdist's `--dist loadgroup` (one group per module,
-tests/conftest.py) keeps it on one worker.
+tests/conftest.py puts every test of a world, whatever its module, in one pytest-xdist group (`--dist loadgroup`:
+one worker runs them one after another), and within a module runs the tests of one world side by side (a module
+marked `keep_order` stays in file order), so a world is built once per run, not once per module that asks for it.
 
 Tests must not change the built Python objects (the rows they stand for are rolled back, the objects are not).
 """
