@@ -74,7 +74,7 @@ demo: run
 # (tests/conftest.py), and a simulated history is made once for all workers (tests/harness/prometheus.py).
 TEST_WORKERS ?= 3
 test: $(STAMP)
-	GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	env -u PYTHONDONTWRITEBYTECODE GPUFINOPS_DEVTOOLS=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The contributor's inner loop (CONTRIBUTING.md): no services, so on SQLite whatever DATABASE_URL the shell has, and
 # not the few `slow` ones (schemathesis fuzzing, the 10,000-GPU scenario, a day of demo: `make test` runs them), on
