@@ -99,6 +99,16 @@ class Phases:
             entry[1] += time.perf_counter() - t0
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by this process (its threads included), or by process `pid`: a
+    round's CPU is less at the mercy of the other work on the machine than its wall time."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def ledger_rows(cluster, hour: datetime) -> dict[str, list[tuple]]:
     """The hour's pod-hour, node-hour, finding-hour and pod framebuffer rows of the cluster (without ids), to compare
     two collections."""
@@ -496,21 +506,26 @@ def main() -> None:
                 elif args.recording_rules:
                     settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = mode == modes[0]
                 wall_before, queries_before, load = dict(phases.wall), len(phases.queries), os.getloadavg()
+                cpu_before = (cpu_seconds(), cpu_seconds(prom.process.pid), cpu_seconds(server.pid))
                 if profiler and r == args.steady_rounds - 1:
                     profiler.enable()
                 t0 = time.perf_counter()
                 again = collect_cluster(cluster, [hour], now=end)
                 seconds = time.perf_counter() - t0
+                cpu = [after - before for after, before in zip(
+                    (cpu_seconds(), cpu_seconds(prom.process.pid), cpu_seconds(server.pid)), cpu_before, strict=True)]
                 if profiler:
                     profiler.disable()
                 if not again.ok or again.findings_failed:
                     print(f"steady-state collection ({mode}) not clean: failed={again.failed} "
                           f"degraded={again.degraded} findings_failed={again.findings_failed}")
                 steady[mode].append({"seconds": seconds, "load": load, "queries": phases.queries[queries_before:],
+                                     "cpu": cpu,
                                      "phases": {k: phases.wall[k] - wall_before.get(k, 0.0) for k in phases.wall}})
                 ledgers[mode] = ledger_rows(cluster, hour)
-                print(f"steady state {r + 1} {mode:<22} {seconds:6.2f} s  load before "
-                      + " ".join(f"{v:.2f}" for v in load), flush=True)
+                print(f"steady state {r + 1} {mode:<22} {seconds:6.2f} s  CPU s: collector {cpu[0]:.2f}, Prometheus "
+                      f"{cpu[1]:.2f}, simulator {cpu[2]:.2f}  load before " + " ".join(f"{v:.2f}" for v in load),
+                      flush=True)
         PrometheusSource.prefetch_ahead = prefetch_ahead
         if profiler:
             profiler.dump_stats(args.profile)
@@ -548,6 +563,9 @@ def main() -> None:
         print(f"  {mode}: {med:.2f} s (rounds: " + ", ".join(f"{x['seconds']:.2f}" for x in runs) + f"); {ph}; "
               f"{len(qs)} Prometheus queries, {sum(q[1] for q in qs)} series, {sum(q[0] for q in qs):.2f} s summed "
               f"(last round); load before the rounds " + ", ".join(f"{x['load'][0]:.2f}" for x in runs))
+        print("      CPU s per round (medians): " + ", ".join(
+            f"{name} {statistics.median(x['cpu'][i] for x in runs):.2f}"
+            for i, name in enumerate(("collector", "Prometheus", "simulator"))))
         for seconds, series, phase, promql in sorted(qs, reverse=True)[:args.show_queries]:
             print(f"      {seconds:6.2f} {series:>6}  {phase:<14} {promql[:120]}")
     if len(modes) == 2:

@@ -91,12 +91,13 @@ def test_the_health_fields_are_the_same_from_the_recorded_series(sim_world_recor
     assert seen.get("xid") and seen.get("clock") and (seen.get("power") or seen.get("thermal")), seen
 
 
-def test_the_round_asks_the_last_xid_codes_right_after_the_highest_when_the_rules_cover_the_bucket(
-        sim_world_recorded, settings):
-    """With the recorded health round, `prefetch`'s round asks the last XID codes of the GPUs with a code as soon as
-    it has their highest: device_health then asks nothing of its own for them, and reads the same fields."""
-    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = True
-    cluster = make_cluster(sim_world_recorded, name="xid-in-the-round")
+@pytest.mark.parametrize("rules", [True, False], ids=["recorded", "raw"])
+def test_the_round_asks_the_last_xid_codes_right_after_the_highest(sim_world_recorded, settings, rules):
+    """From the recorded health round or the raw one, `prefetch`'s round asks the last XID codes of the GPUs with a
+    code (only those) as soon as it has their highest: device_health then asks nothing of its own for them, and reads
+    the same fields."""
+    settings.GPUFINOPS_PROMETHEUS_RECORDING_RULES = rules
+    cluster = make_cluster(sim_world_recorded, name=f"xid-in-the-round-{rules}")
     for hour in reversed(sim_world_recorded.hours[-24:]):
         end = hour + timedelta(hours=1)
         in_place = PrometheusSource(cluster).device_health(hour, end)
@@ -105,12 +106,17 @@ def test_the_round_asks_the_last_xid_codes_right_after_the_highest_when_the_rule
     else:
         pytest.fail("no hour of the demo's last day has an XID code")
     source = PrometheusSource(cluster)
+    in_round: list[str] = []
+    ask = source.ask
+    source.ask = lambda promql, at: in_round.append(promql) or ask(promql, at)
     source.prefetch(hour, end)
     asked: list[str] = []
-    ask = source.ask
     source.ask = lambda promql, at: asked.append(promql) or ask(promql, at)
     assert source.device_health(hour, end) == in_place
     assert not [q for q in asked if "last_over_time(DCGM_FI_DEV_XID" in q], asked
+    # Asked once, in the round, of the GPUs with a code only (a matcher naming them).
+    last = [q for q in in_round if "last_over_time(DCGM_FI_DEV_XID" in q]
+    assert len(last) == 1 and "uuid=~" in last[0].lower(), last
 
 
 @pytest.mark.parametrize("cut", ["start", "end"])

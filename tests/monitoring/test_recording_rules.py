@@ -15,6 +15,7 @@ from apps.ingest.collectors.prometheus import (
     RECORDED,
     RECORDED_HEARTBEAT,
     RECORDED_SIGNALS,
+    SIGNAL_BY,
 )
 from devtools.simulator import exposition
 from tests.monitoring.promtool import check_and_test_rules
@@ -45,6 +46,8 @@ def test_the_rules_record_what_the_collector_reads_and_the_simulator_writes():
         assert f'{metric}{{exported_pod!=""}}' in expr and f'{metric}{{pod!="",exported_pod=""}}' in expr
         by = re.findall(r"max by \(([^)]*)\)", expr)
         assert len(by) == 2 and {tuple(b.split(", ")) for b in by} == {exposition.RECORDED_BY}
+        # The raw query keeps the same labels (`PrometheusSource._signal_query`).
+        assert tuple(SIGNAL_BY.split(", ")) == exposition.RECORDED_BY
         recorded[rule["labels"]["signal"]] = metric
     assert recorded == RECORDED_SIGNALS
     assert {v: k for k, v in exposition.RECORDED_SIGNALS.items()} == RECORDED_SIGNALS

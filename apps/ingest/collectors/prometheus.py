@@ -121,6 +121,11 @@ MAX_REGEX_NAMES = 300
 # query instead of one per signal (raw series of different metrics cannot share one: `*_over_time` drops their
 # names and their label sets collide).
 RECORDED = "pod_gpu:gpufinops_dcgm:max"
+# The labels a signal's series is read by (`_signal_series`: the pod, the GPU, the MIG instance, the HAMi slot and the
+# DRA device), the rules' `max by` too: the raw query aggregates to them, so Prometheus encodes and this process
+# decodes ~40 % of the bytes it did with every label of the exporter's series (its target, model, driver, PCI bus).
+SIGNAL_BY = ("namespace, pod, exported_namespace, exported_pod, UUID, uuid, gpu_uuid, GPU_I_ID, GPU_I_PROFILE, vgpu, "
+             "dra_mig_device_uuid")
 RECORDED_SIGNALS: dict[str, str] = {**{s: DEFAULT_METRICS[s] for s in SIGNALS}, "fb_used": FB_USED}
 # The rules' one series without labels, evaluated with them: they cover a bucket when it has samples in the bucket's
 # first and in its last RECORDED_EDGE (two evaluations at Prometheus' default 1m evaluation interval; the shipped
@@ -229,11 +234,13 @@ class _FindingQueries:
 
     @classmethod
     def _health_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
-        """device_health's first round from the raw series: which GPUs have anything to report."""
+        """device_health's first round from the raw series: which GPUs have anything to report. The last XID code is
+        asked with the details, for the GPUs with a code only (a last code above 0 is a code seen, so the GPUs with
+        one are among those): asked of every GPU here, it read every XID series a second time."""
         rng, at = window(start, end)
         clocks = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
         return [
-            *((cls._xid_query(fn, "", rng), at) for fn in ("max_over_time", "last_over_time")),
+            (cls._xid_query("max_over_time", "", rng), at),
             # Clock events: GPUs whose bitmask reached a counted bit (then its min, max and mean for those).
             (f"{clocks} >= {CLOCK_EVENT_CANDIDATE}", at),
             (f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at),
@@ -254,23 +261,23 @@ class _FindingQueries:
                 (f'max_over_time({HEALTH_RECORDED}{{field="clock_events"}}[{rng}]) >= {CLOCK_EVENT_CANDIDATE}'
                  f' or max_over_time({HEALTH_RECORDED}{{field!="clock_events"}}[{rng}]) > 0', at)]
 
-    def _health_first_round(self, start: datetime, end: datetime) -> tuple[list[list[dict]], bool]:
-        """(xid max, xid last, clock events >= CLOCK_EVENT_CANDIDATE, row remap failure, *counters' maxima) as
-        `_health_queries` answers them, and whether the last XID codes are still to ask (recorded: with the
-        details)."""
+    def _health_first_round(self, start: datetime, end: datetime) -> list[list[dict]]:
+        """(xid max, clock events >= CLOCK_EVENT_CANDIDATE, row remap failure, *counters' maxima) as
+        `_health_queries` answers them, from the raw or the recorded series; the last XID codes are asked with the
+        details either way."""
         if not self.rules_cover(start, end):
-            return self.query_all(self._health_queries(start, end)), False
+            return self.query_all(self._health_queries(start, end))
         xid_max, recorded = self.query_all(self._health_recorded_queries(start, end))
         by_field: dict[str, list[dict]] = defaultdict(list)
         for r in recorded:
             by_field[r["metric"].get("field", "")].append(r)
         counters = [by_field[f] for _m, _n, _s, f in self.HEALTH_COUNTERS]
-        return [xid_max, [], by_field["clock_events"], by_field["row_remap_failure"], *counters], True
+        return [xid_max, by_field["clock_events"], by_field["row_remap_failure"], *counters]
 
     def _xid_last_query(self, xid_max: list[dict], rng: str, at: datetime) -> tuple[str, datetime] | None:
-        """The last XID code of the GPUs with a code (`xid_max`: their highest, above 0), when the recorded health
-        round left it out; None when no GPU had one. `prefetch`'s round asks it as soon as `xid_max` is in, off the
-        findings' path; `device_health` asks the same query (answered from that round when it was)."""
+        """The last XID code of the GPUs with a code (`xid_max`: their highest, above 0); None when no GPU had one.
+        `prefetch`'s round asks it as soon as `xid_max` is in, off the findings' path; `device_health` asks the same
+        query (answered from that round when it was)."""
         xids, label_of = self._top(xid_max)
         return (self._xid_query("last_over_time", self._uuid_matcher(xids, label_of), rng), at) if xids else None
 
@@ -280,11 +287,9 @@ class _FindingQueries:
         rng, at = window(start, end)
         fields: dict[tuple[str, str], dict] = defaultdict(dict)
         counters = self.HEALTH_COUNTERS
-        (xid_max, xid_last, clock_top, remap_failure, *counter_tops), xid_last_later = self._health_first_round(
-            start, end)
-        for answer in (xid_max, xid_last):
-            for key, v in self._by_device(answer).items():
-                fields[key].setdefault("xid", set()).add(int(v))
+        xid_max, clock_top, remap_failure, *counter_tops = self._health_first_round(start, end)
+        for key, v in self._by_device(xid_max).items():
+            fields[key].setdefault("xid", set()).add(int(v))
         for key in self._by_device(remap_failure):
             fields[key]["remap_failure"] = True
         details: list[tuple[str, datetime]] = []
@@ -301,7 +306,7 @@ class _FindingQueries:
         asked = [(name, scale, t) for (_m, name, scale, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
         details += [(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{self._uuid_matcher(t, label_of)}}}[{rng}]))", at)
                     for (metric, _n, _s, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
-        xid_last_query = self._xid_last_query(xid_max, rng, at) if xid_last_later else None
+        xid_last_query = self._xid_last_query(xid_max, rng, at)
         if xid_last_query is not None:
             details.append(xid_last_query)
         answers = [self._by_device(a) for a in self.query_all(details)]
@@ -332,23 +337,24 @@ class _FindingQueries:
         ]
 
     @staticmethod
-    def _vanished_query(start: datetime, end: datetime) -> tuple[str, datetime]:
-        # GPUs with a sample in the hour before the bucket and none in the bucket: both windows end at the same
-        # instant, so `unless` keeps the devices of the longer one that the bucket lacks. Counting is cheap; the
-        # per-sample timestamps (a subquery) are asked for those devices only (usually none): over every GPU of a
-        # 10,000-GPU fleet that subquery took seconds per bucket (bench/collect.py).
-        rng, at = window(start - timedelta(hours=1), end)
-        bucket_rng, _ = window(start, end)
-        before = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{rng}]))"
-        during = f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{bucket_rng}]))"
-        return f"{before} unless {during}", at
+    def _vanished_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
+        """The GPUs with a sample in the hour before the bucket, and those with one in the bucket: `vanished_devices`
+        keeps the first that the second lacks (PromQL's `unless`, matching on every label). One query `[2h] unless
+        [1h]` at the bucket's end read the bucket's samples twice; two queries, each over its own window, read each
+        sample once and answer one label set per GPU each. Counting is cheap; the per-sample timestamps (a subquery)
+        are asked for the vanished devices only (usually none): over every GPU of a 10,000-GPU fleet that subquery
+        took seconds per bucket (bench/collect.py)."""
+        return [(f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{rng}]))", at)
+                for rng, at in (window(start - timedelta(hours=1), start), window(start, end))]
 
     def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
         rng, at = window(start - timedelta(hours=1), end)
+        before, during = self.query_all(self._vanished_queries(start, end))
+        present = {frozenset(r["metric"].items()) for r in during}
         label_of: dict[tuple[str, str], str] = {}
-        for r in self.query(*self._vanished_query(start, end)):
+        for r in before:
             key = _device(r["metric"])
-            if key[1]:
+            if key[1] and frozenset(r["metric"].items()) not in present:
                 label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
         if not label_of:
             return []
@@ -633,13 +639,13 @@ class PrometheusSource(_FindingQueries):
             *([] if self.recorded(start, end) is not None
               else [*((self._signal_query(s, rng), at) for s in SIGNALS), self._memory_query(start, end)]),
             *health,
-            self._vanished_query(start, end),
+            *self._vanished_queries(start, end),
         ]
-        # With the recorded health round, the last XID codes are asked right after the highest ones, by the same
-        # thread while the round's other queries run: device_health would otherwise ask them in a round of its own.
-        then: dict[tuple[str, datetime], Callable[[list[dict]], tuple[str, datetime] | None]] = {}
-        if rules:
-            then[health[0]] = lambda xid_max: self._xid_last_query(xid_max, rng, at)
+        # The last XID codes are asked right after the highest ones (health[0], raw or recorded round alike), by the
+        # same thread while the round's other queries run: device_health would otherwise ask them in a round of its
+        # own.
+        then: dict[tuple[str, datetime], Callable[[list[dict]], tuple[str, datetime] | None]] = {
+            health[0]: lambda xid_max: self._xid_last_query(xid_max, rng, at)}
         for query, answer in zip(queries, self._ask_all(queries, then), strict=True):
             if answer is not None:
                 with self._counting:
@@ -687,10 +693,12 @@ class PrometheusSource(_FindingQueries):
     # ---- DCGM activity ----
     def _signal_query(self, signal: str, rng: str) -> str:
         metric = self.metrics[signal]
-        # Prometheus Operator with honorLabels=false renames the exporter's pod labels to exported_*.
+        # Prometheus Operator with honorLabels=false renames the exporter's pod labels to exported_*. Series told apart
+        # only by labels not read (two scrape jobs of one exporter) give their highest average, as the recorded
+        # series (the highest value at each scrape) do, where every label kept one of them, whichever came last.
         return (
-            f'avg_over_time({metric}{{exported_pod!=""}}[{rng}]) or '
-            f'avg_over_time({metric}{{pod!="",exported_pod=""}}[{rng}])'
+            f'max by ({SIGNAL_BY}) (avg_over_time({metric}{{exported_pod!=""}}[{rng}]) or '
+            f'avg_over_time({metric}{{pod!="",exported_pod=""}}[{rng}]))'
         )
 
     def _signal_series(self, signal: str, answer: list[dict[str, Any]]) -> dict[tuple, float]:
