@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from apps.findings.models import FindingHour
-from apps.ingest.collectors.prometheus import HEALTH_RECORDED, RECORDED_SIGNALS, PrometheusSource
+from apps.ingest.collectors.prometheus import PrometheusSource
+from apps.ingest.collectors.promql import HEALTH_RECORDED, RECORDED_SIGNALS
 from apps.ingest.services import collect_cluster
 from apps.inventory.models import Cluster
 from apps.savings.models import PodMemoryHour

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from apps.ingest.collectors.prometheus import (
+from apps.ingest.collectors.promql import (
     DEVICE_BY,
     HEALTH_RECORDED,
     HEALTH_RECORDED_FIELDS,

@@ -8,16 +8,13 @@ kube-state-metrics history used to rebuild allocations for hours the Kubernetes 
 from __future__ import annotations
 
 import base64
-import functools
 import logging
-import math
 import re
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -26,436 +23,34 @@ from urllib3.util.retry import Retry
 
 from apps.common import decoding
 from apps.common.secrets import SecretError
+from apps.ingest.collectors.prometheus_findings import FindingQueries
+from apps.ingest.collectors.promql import (
+    MAX_REGEX_NAMES,
+    RECORDED,
+    RECORDED_EDGE,
+    RECORDED_HEARTBEAT,
+    SIGNAL_BY,
+    PrometheusError,
+    ksm_resource,
+    max_by,
+    regex_of,
+    sample_time,
+    sample_value,
+    unsanitized,
+    window,
+)
 from apps.inventory.models import Cluster
-from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS, default_signal
+from apps.usage.activity import DEFAULT_METRICS, SIGNAL_SCALE, SIGNALS
 from apps.usage.ledger import SeriesFact
 from apps.usage.sources import (
     HISTORY_STEP_SECONDS,
-    DeviceActivity,
-    DeviceHealth,
     NodeHistory,
     PodHistory,
-    PodMemory,
-    SourceError,
-    VanishedDevice,
 )
 
 log = logging.getLogger(__name__)
 
 
-class PrometheusError(SourceError):
-    """Prometheus unreachable, or its answer unusable."""
-
-
-def ksm_resource(name: str) -> str | None:
-    """kube-state-metrics sanitizes resource names (`nvidia.com/mig-1g.10gb` -> `nvidia_com_mig_1g_10gb`)."""
-    if not name.startswith("nvidia_com_"):
-        return None
-    rest = name[len("nvidia_com_") :]
-    if rest == "gpu":
-        return "nvidia.com/gpu"
-    if rest == "gpu_shared":
-        return "nvidia.com/gpu.shared"
-    m = re.match(r"^mig_(\d+)g_(\d+)gb(.*)$", rest)
-    if m:
-        return f"nvidia.com/mig-{m.group(1)}g.{m.group(2)}gb{m.group(3).replace('_', '.')}"
-    return "nvidia.com/" + rest  # unknown: kept so the ledger can report it, never counted
-
-
-@functools.lru_cache(maxsize=1024)  # a handful of keys (settings), asked for each of ~10,000 label series a bucket
-def ksm_label(key: str) -> str:
-    """kube-state-metrics writes a Kubernetes label `a.b/c` as the metric label `label_a_b_c`."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
-
-
-def unsanitized(metric_labels: dict[str, str], keys: Sequence[str]) -> dict[str, str]:
-    """The Kubernetes labels `keys` read back from a kube-state-metrics `*_labels` series."""
-    return {key: metric_labels[ksm_label(key)] for key in keys if ksm_label(key) in metric_labels}
-
-
-def window(start: datetime, end: datetime) -> tuple[str, datetime]:
-    """Range and evaluation time covering the samples of [start, end) exactly once.
-
-    Prometheus 2.x ranges include both ends, so a bucket evaluated at its end would also read the
-    first sample of the next bucket; evaluating 1 ms earlier over the same length reads
-    [start, end - 1 ms] on 2.x and (start - 1 ms, end - 1 ms] on 3.x: the same samples.
-    """
-    ms = max(int((end - start).total_seconds() * 1000), 1)
-    return f"{ms}ms", end - timedelta(milliseconds=1)
-
-
-def _ts(v: float) -> datetime:
-    return datetime.fromtimestamp(v, tz=UTC)
-
-
-def _value(sample: dict[str, Any]) -> float | None:
-    try:
-        v = float(sample["value"][1])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
-    return None if math.isnan(v) or math.isinf(v) else v
-
-
-# ---- Findings: health fields, memory held, activity of devices nobody holds (apps/findings) ----
-
-XID_METRICS = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")  # DCGM 4.6 renames the field (same ID 230)
-CLOCK_EVENT_METRICS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")  # field 112
-POWER_VIOLATION = "DCGM_FI_DEV_POWER_VIOLATION"
-THERMAL_VIOLATION = "DCGM_FI_DEV_THERMAL_VIOLATION"
-UNCORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
-ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
-ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
-FB_USED = "DCGM_FI_DEV_FB_USED"
-# One physical GPU, whatever the label spelling (MIG instances carry their parent's UUID).
-DEVICE_BY = "UUID, uuid, Hostname, hostname"
-# Clock-event reasons below this value carry none of the bits above power capping (gpu_idle 0x1,
-# clocks_setting 0x2, sw_power_cap 0x4): GPUs whose bitmask never reached it are not asked further.
-CLOCK_EVENT_CANDIDATE = 8
-# At most this many names or UUIDs in one regex matcher; more and the query goes unrestricted.
-MAX_REGEX_NAMES = 300
-
-
-# ---- Recording rules (deploy/monitoring/gpufinops-recording.yaml, optional) ----
-# One recorded metric: every activity signal and the framebuffer in use of the device series carrying a pod, per pod
-# and GPU (`max by` the labels read below), told apart by a `signal` label. A bucket then reads all of them in one
-# query instead of one per signal (raw series of different metrics cannot share one: `*_over_time` drops their
-# names and their label sets collide).
-RECORDED = "pod_gpu:gpufinops_dcgm:max"
-# The labels a signal's series is read by (`_signal_series`: the pod, the GPU, the MIG instance, the HAMi slot and the
-# DRA device), the rules' `max by` too: the raw query aggregates to them, so Prometheus encodes and this process
-# decodes ~40 % of the bytes it did with every label of the exporter's series (its target, model, driver, PCI bus).
-SIGNAL_BY = ("namespace, pod, exported_namespace, exported_pod, UUID, uuid, gpu_uuid, GPU_I_ID, GPU_I_PROFILE, vgpu, "
-             "dra_mig_device_uuid")
-RECORDED_SIGNALS: dict[str, str] = {**{s: DEFAULT_METRICS[s] for s in SIGNALS}, "fb_used": FB_USED}
-# The rules' one series without labels, evaluated with them: they cover a bucket when it has samples in the bucket's
-# first and in its last RECORDED_EDGE (two evaluations at Prometheus' default 1m evaluation interval; the shipped
-# group evaluates every 30 s).
-RECORDED_HEARTBEAT = "gpufinops:recording_rules:heartbeat"
-RECORDED_EDGE = timedelta(minutes=2)
-# The health fields of every physical GPU (`max by (DEVICE_BY)`), told apart by a `field` label, with the raw metrics
-# each records (a rename `or`-ed in): the findings' first health round asks them in one query where the raw series
-# need one per field. XID is read raw (MIG instances report their own code under their parent's UUID, and its last
-# code is read per series).
-HEALTH_RECORDED = "gpu:gpufinops_health:max"
-HEALTH_RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
-    "clock_events": CLOCK_EVENT_METRICS, "row_remap_failure": (ROW_REMAP_FAILURE,),
-    "power_violation": (POWER_VIOLATION,), "thermal_violation": (THERMAL_VIOLATION,),
-    "uncorrectable_remapped_rows": (UNCORRECTABLE_REMAPPED_ROWS,), "ecc_dbe": (ECC_DBE,),
-}
-
-
-def _device(m: Mapping[str, str]) -> tuple[str, str]:
-    return m.get("hostname") or m.get("Hostname") or "", m.get("UUID") or m.get("uuid") or ""
-
-
-def _alternatives(fn: str, metrics: Sequence[str], matchers: str, rng: str) -> str:
-    """`fn(a{..}[r]) or fn(b{..}[r])`: one name or its rename, never both names colliding in one answer."""
-    return " or ".join(f"{fn}({m}{{{matchers}}}[{rng}])" for m in metrics)
-
-
-def _regex(values: Collection[str]) -> str:
-    return "|".join(re.escape(v) for v in sorted(values)).replace("\\", "\\\\")
-
-
-def _max_by(by: str, answer: Iterable[dict]) -> list[dict]:
-    """PromQL's `max by (by) (…)` over an answer's samples: per distinct value of the `by` labels, the sample with the
-    highest value (its other labels kept: readers look only at `by`)."""
-    keys = [k.strip() for k in by.split(",")]
-    top: dict[tuple, tuple[float, dict]] = {}
-    for r in answer:
-        v = _value(r)
-        if v is None:
-            continue
-        m = r["metric"]
-        key = tuple(m.get(k, "") for k in keys)
-        if key not in top or v > top[key][0]:
-            top[key] = (v, r)
-    return [r for _v, r in top.values()]
-
-
-class _FindingQueries:
-    """Mixed into PrometheusSource: every query is one instant query at the bucket's end aggregated per GPU
-    (`max by (UUID, Hostname)`) or per pod series, and most are filtered in PromQL (`> 0`) so only GPUs with
-    something to report come back. Only the subset of PromQL the simulator answers is used (no arithmetic)."""
-
-    metrics: dict[str, str]
-    pod_labels: str | None
-
-    def query(self, promql: str, at: datetime) -> list[dict]:  # pragma: no cover (PrometheusSource's)
-        raise NotImplementedError
-
-    def query_all(self, queries: Sequence[tuple[str, datetime]]) -> list[list[dict]]:  # pragma: no cover
-        raise NotImplementedError
-
-    @staticmethod
-    def _by_device(answer: list[dict]) -> dict[tuple[str, str], float]:
-        out: dict[tuple[str, str], float] = {}
-        for r in answer:
-            v = _value(r)
-            node, uuid = _device(r["metric"])
-            if v is not None and uuid:
-                out[(node, uuid)] = v
-        return out
-
-    @staticmethod
-    def _top(answer: list[dict]) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], str]]:
-        """Per GPU: the value, and which label spells its UUID (for a matcher naming those GPUs)."""
-        label_of: dict[tuple[str, str], str] = {}
-        top: dict[tuple[str, str], float] = {}
-        for r in answer:
-            v, key = _value(r), _device(r["metric"])
-            if v is not None and key[1]:
-                top[key] = v
-                label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
-        return top, label_of
-
-    def _uuid_matcher(self, devices: Collection[tuple[str, str]], label_of: Mapping[tuple[str, str], str]) -> str:
-        """A matcher restricting a query to these GPUs, or "" (unrestricted) when too many or mixed labels."""
-        labels = {label_of.get(d, "UUID") for d in devices}
-        if len(devices) > MAX_REGEX_NAMES or len(labels) != 1:
-            return ""
-        return f'{labels.pop()}=~"{_regex({u for _n, u in devices})}"'
-
-    def rules_cover(self, start: datetime, end: datetime) -> bool:  # pragma: no cover (PrometheusSource's)
-        raise NotImplementedError
-
-    # Counters whose increase over the bucket is reported: max - min per GPU (PromQL arithmetic is left out: see the
-    # class), the minimum asked only for GPUs whose counter is above 0 at all. The last item: the counter's field in
-    # HEALTH_RECORDED.
-    HEALTH_COUNTERS = ((POWER_VIOLATION, "power", 1e-9, "power_violation"),
-                       (THERMAL_VIOLATION, "thermal", 1e-9, "thermal_violation"),
-                       (UNCORRECTABLE_REMAPPED_ROWS, "remapped", 1.0, "uncorrectable_remapped_rows"),
-                       (ECC_DBE, "dbe", 1.0, "ecc_dbe"))
-
-    @staticmethod
-    def _xid_query(fn: str, matcher: str, rng: str) -> str:
-        # XID: the value is the last code seen, not a count. Codes seen: the highest and the last.
-        return f"max by ({DEVICE_BY}) ({_alternatives(fn, XID_METRICS, matcher, rng)}) > 0"
-
-    @classmethod
-    def _health_queries(cls, start: datetime, end: datetime) -> list[tuple[str, datetime]]:
-        """device_health's first round from the raw series: which GPUs have anything to report. The last XID code is
-        asked with the details, for the GPUs with a code only (a last code above 0 is a code seen, so the GPUs with
-        one are among those): asked of every GPU here, it read every XID series a second time."""
-        rng, at = window(start, end)
-        clocks = f"max by ({DEVICE_BY}) ({_alternatives('max_over_time', CLOCK_EVENT_METRICS, '', rng)})"
-        return [
-            (cls._xid_query("max_over_time", "", rng), at),
-            # Clock events: GPUs whose bitmask reached a counted bit (then its min, max and mean for those).
-            (f"{clocks} >= {CLOCK_EVENT_CANDIDATE}", at),
-            (f"max by ({DEVICE_BY}) (max_over_time({ROW_REMAP_FAILURE}[{rng}])) > 0", at),
-            *((f"max by ({DEVICE_BY}) (max_over_time({metric}[{rng}])) > 0", at)
-              for metric, _n, _s, _f in cls.HEALTH_COUNTERS),
-        ]
-
-    @staticmethod
-    def _health_recorded_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
-        """device_health's first round when the recording rules cover the bucket: the highest XID code from the raw
-        series, every other field's maximum from HEALTH_RECORDED in one query. Each recorded sample is the `max by
-        (DEVICE_BY)` of the raw samples at one scrape, so its maximum over the bucket is the raw query's. The last
-        XID code is asked with the details, for the GPUs with a code (a last code above 0 is a code seen). Clock events
-        are filtered in Prometheus as the raw query filters them (`>= CLOCK_EVENT_CANDIDATE`, the other fields `> 0`),
-        so the answer holds only GPUs with something to report (it held every GPU with any bit set before)."""
-        rng, at = window(start, end)
-        return [(_FindingQueries._xid_query("max_over_time", "", rng), at),
-                (f'max_over_time({HEALTH_RECORDED}{{field="clock_events"}}[{rng}]) >= {CLOCK_EVENT_CANDIDATE}'
-                 f' or max_over_time({HEALTH_RECORDED}{{field!="clock_events"}}[{rng}]) > 0', at)]
-
-    def _health_first_round(self, start: datetime, end: datetime) -> list[list[dict]]:
-        """(xid max, clock events >= CLOCK_EVENT_CANDIDATE, row remap failure, *counters' maxima) as
-        `_health_queries` answers them, from the raw or the recorded series; the last XID codes are asked with the
-        details either way."""
-        if not self.rules_cover(start, end):
-            return self.query_all(self._health_queries(start, end))
-        xid_max, recorded = self.query_all(self._health_recorded_queries(start, end))
-        by_field: dict[str, list[dict]] = defaultdict(list)
-        for r in recorded:
-            by_field[r["metric"].get("field", "")].append(r)
-        counters = [by_field[f] for _m, _n, _s, f in self.HEALTH_COUNTERS]
-        return [xid_max, by_field["clock_events"], by_field["row_remap_failure"], *counters]
-
-    def _xid_last_query(self, xid_max: list[dict], rng: str, at: datetime) -> tuple[str, datetime] | None:
-        """The last XID code of the GPUs with a code (`xid_max`: their highest, above 0); None when no GPU had one.
-        `prefetch`'s round asks it as soon as `xid_max` is in, off the findings' path; `device_health` asks the same
-        query (answered from that round when it was)."""
-        xids, label_of = self._top(xid_max)
-        return (self._xid_query("last_over_time", self._uuid_matcher(xids, label_of), rng), at) if xids else None
-
-    def device_health(self, start: datetime, end: datetime) -> list[DeviceHealth]:
-        """Health fields per GPU. Two rounds of independent queries (query_all): which GPUs have anything to
-        report (from the recording rules' series when they cover the bucket), then the details for those only."""
-        rng, at = window(start, end)
-        fields: dict[tuple[str, str], dict] = defaultdict(dict)
-        counters = self.HEALTH_COUNTERS
-        xid_max, clock_top, remap_failure, *counter_tops = self._health_first_round(start, end)
-        for key, v in self._by_device(xid_max).items():
-            fields[key].setdefault("xid", set()).add(int(v))
-        for key in self._by_device(remap_failure):
-            fields[key]["remap_failure"] = True
-        details: list[tuple[str, datetime]] = []
-        top, label_of = self._top(clock_top)
-        if top:
-            matcher = self._uuid_matcher(top, label_of)
-            details += [
-                (f"min by ({DEVICE_BY}) ({_alternatives('min_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at),
-                (f"sum by ({DEVICE_BY}) ({_alternatives('sum_over_time', CLOCK_EVENT_METRICS, matcher, rng)})", at),
-                (f"sum by ({DEVICE_BY}) ({_alternatives('count_over_time', CLOCK_EVENT_METRICS, matcher, rng)})",
-                 at),
-            ]
-        tops = [self._top(answer) for answer in counter_tops]
-        asked = [(name, scale, t) for (_m, name, scale, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
-        details += [(f"min by ({DEVICE_BY}) (min_over_time({metric}{{{self._uuid_matcher(t, label_of)}}}[{rng}]))", at)
-                    for (metric, _n, _s, _f), (t, label_of) in zip(counters, tops, strict=True) if t]
-        xid_last_query = self._xid_last_query(xid_max, rng, at)
-        if xid_last_query is not None:
-            details.append(xid_last_query)
-        answers = [self._by_device(a) for a in self.query_all(details)]
-        if xid_last_query is not None:
-            for key, v in answers.pop().items():
-                fields[key].setdefault("xid", set()).add(int(v))
-        if top:
-            low, total, count = answers[:3]
-            answers = answers[3:]
-            for key, v in top.items():
-                if count.get(key):
-                    fields[key]["clock"] = (int(low.get(key, v)), int(v), total.get(key, v) / count[key])
-        for (name, scale, t), low in zip(asked, answers, strict=True):
-            for key, v in t.items():
-                increase = v - low.get(key, v)
-                if increase > 0:
-                    fields[key][name] = increase * scale
-        seconds = (end - start).total_seconds()
-        return [
-            DeviceHealth(
-                node=node, uuid=uuid, xid_codes=tuple(sorted(f.get("xid", ()))), clock_events=f.get("clock"),
-                power_violation_seconds=min(f.get("power", 0.0), seconds),
-                thermal_violation_seconds=min(f.get("thermal", 0.0), seconds),
-                uncorrectable_remapped_rows=f.get("remapped", 0.0), row_remap_failure=f.get("remap_failure", False),
-                ecc_dbe=f.get("dbe", 0.0),
-            )
-            for (node, uuid), f in sorted(fields.items())
-        ]
-
-    @staticmethod
-    def _vanished_queries(start: datetime, end: datetime) -> list[tuple[str, datetime]]:
-        """The GPUs with a sample in the hour before the bucket, and those with one in the bucket: `vanished_devices`
-        keeps the first that the second lacks (PromQL's `unless`, matching on every label). One query `[2h] unless
-        [1h]` at the bucket's end read the bucket's samples twice; two queries, each over its own window, read each
-        sample once and answer one label set per GPU each. Counting is cheap; the per-sample timestamps (a subquery)
-        are asked for the vanished devices only (usually none): over every GPU of a 10,000-GPU fleet that subquery
-        took seconds per bucket (bench/collect.py)."""
-        return [(f"count by ({DEVICE_BY}) (count_over_time({FB_USED}[{rng}]))", at)
-                for rng, at in (window(start - timedelta(hours=1), start), window(start, end))]
-
-    def vanished_devices(self, start: datetime, end: datetime) -> list[VanishedDevice]:
-        rng, at = window(start - timedelta(hours=1), end)
-        before, during = self.query_all(self._vanished_queries(start, end))
-        present = {frozenset(r["metric"].items()) for r in during}
-        label_of: dict[tuple[str, str], str] = {}
-        for r in before:
-            key = _device(r["metric"])
-            if key[1] and frozenset(r["metric"].items()) not in present:
-                label_of[key] = "UUID" if r["metric"].get("UUID") else "uuid"
-        if not label_of:
-            return []
-        # When each was last seen, and who the last series named: the pod holding the GPU when it vanished.
-        matcher = self._uuid_matcher(label_of, label_of)
-        seen = f"max_over_time(timestamp({FB_USED}{{{matcher}}})[{rng}:{HISTORY_STEP_SECONDS}s])"
-        by = f"{DEVICE_BY}, namespace, pod, exported_namespace, exported_pod"
-        holder: dict[tuple[str, str], tuple[float, str, str]] = {}
-        for r in self.query(f"max by ({by}) ({seen})", at):
-            v, key, m = _value(r), _device(r["metric"]), r["metric"]
-            if v is None or key not in label_of:
-                continue
-            if self.pod_labels == "exported" or m.get("exported_pod"):
-                ns, pod = m.get("exported_namespace", ""), m.get("exported_pod", "")
-            else:
-                ns, pod = m.get("namespace", ""), m.get("pod", "")
-            if key not in holder or (v, pod) > holder[key][:2]:
-                holder[key] = (v, pod, ns)
-        # A device whose last sample the subquery's steps missed: last seen at the bucket's start at the latest.
-        return [VanishedDevice(node, uuid, _ts(holder[(node, uuid)][0] if (node, uuid) in holder
-                                              else start.timestamp()),
-                               holder.get((node, uuid), (0, "", ""))[2], holder.get((node, uuid), (0, "", ""))[1])
-                for (node, uuid) in sorted(label_of)]
-
-    def devices_reporting(self, start: datetime, end: datetime, uuids: Collection[str]) -> frozenset[str]:
-        if not uuids:
-            return frozenset()
-        rng, at = window(start, end)
-        found: set[str] = set()
-        for label in ("UUID", "uuid"):
-            q = f'count by ({label}) (count_over_time({FB_USED}{{{label}=~"{_regex(uuids)}"}}[{rng}]))'
-            found |= {r["metric"].get(label, "") for r in self.query(q, at)}
-        return frozenset(found & set(uuids))
-
-    def recorded(self, start: datetime, end: datetime) -> dict[str, list[dict]] | None:  # pragma: no cover
-        raise NotImplementedError  # PrometheusSource's
-
-    MEMORY_BY = "exported_namespace, exported_pod, namespace, pod, UUID, uuid, GPU_I_ID"
-
-    @classmethod
-    def _memory_query(cls, start: datetime, end: datetime) -> tuple[str, datetime]:
-        rng, at = window(start, end)
-        return (f'max by ({cls.MEMORY_BY}) (avg_over_time({FB_USED}{{exported_pod!=""}}[{rng}])'
-                f' or avg_over_time({FB_USED}{{pod!="",exported_pod=""}}[{rng}]))', at)
-
-    def _memory(self, start: datetime, end: datetime) -> list[dict]:  # pragma: no cover (PrometheusSource's)
-        raise NotImplementedError
-
-    def pod_memory(self, start: datetime, end: datetime, pods: Collection[str] | None = None) -> list[PodMemory]:
-        """Framebuffer in use per pod series of `pods` (every pod: None), from the bucket's one answer for every
-        pod (`_memory`): the findings' idle pods and the savings' pods of a bucket read the same series."""
-        if pods is not None and not pods:
-            return []
-        out = []
-        for r in self._memory(start, end):
-            m, v = r["metric"], _value(r)
-            pod = m.get("exported_pod") or m.get("pod") or ""
-            ns = m.get("exported_namespace") or m.get("namespace") or ""
-            uuid = m.get("UUID") or m.get("uuid") or ""
-            if v is None or not (pod and ns and uuid) or (pods is not None and pod not in pods):
-                continue
-            out.append(PodMemory(ns, pod, uuid, m.get("GPU_I_ID", ""), v))
-        return out
-
-    def pod_nodes(self, start: datetime, end: datetime, pods: Collection[str]) -> dict[str, str]:
-        if not pods:
-            return {}
-        rng, at = window(start, end)
-        names = f'{{pod=~"{_regex(pods)}"}}' if len(pods) <= MAX_REGEX_NAMES else ""
-        out: dict[str, str] = {}
-        for r in self.query(f"max by (pod, node) (max_over_time(kube_pod_info{names}[{rng}]))", at):
-            pod, node = r["metric"].get("pod", ""), r["metric"].get("node", "")
-            if pod in pods and node:
-                out.setdefault(pod, node)
-        return out
-
-    def unheld_activity(self, start: datetime, end: datetime, *, above: float) -> list[DeviceActivity]:
-        rng, at = window(start, end)
-        signal = default_signal()
-        metric = self.metrics[signal]
-        scale = SIGNAL_SCALE.get(signal, 1.0)
-        if self.pod_labels is None:  # which label names the pod here: ask once (a held series with exported_pod?)
-            exported = self.query(f'count(last_over_time({metric}{{exported_pod!=""}}[{rng}]))', at)
-            self.pod_labels = "exported" if exported else "plain"
-        # With exported_* labels the plain `pod` label names the exporter itself: a series without exported_pod
-        # has no holder. Otherwise a series without `pod` has none.
-        matchers = 'exported_pod=""' if self.pod_labels == "exported" else 'pod="",exported_pod=""'
-        by = f"{DEVICE_BY}, GPU_I_ID, GPU_I_PROFILE"
-        q = f"max by ({by}) (avg_over_time({metric}{{{matchers}}}[{rng}])) > {above / scale:g}"
-        out = []
-        for r in self.query(q, at):
-            v = _value(r)
-            node, uuid = _device(r["metric"])
-            if v is None or not uuid:
-                continue
-            ratio = v * scale
-            if ratio > 1.0 + 1e-6:
-                continue  # out of range: the ledger reports such values, findings do not count them
-            out.append(DeviceActivity(node, uuid, r["metric"].get("GPU_I_ID", ""),
-                                      r["metric"].get("GPU_I_PROFILE", ""), ratio))
-        return out
 
 
 @dataclass(frozen=True)
@@ -467,7 +62,7 @@ class _Ahead:
     owner: int
 
 
-class PrometheusSource(_FindingQueries):
+class PrometheusSource(FindingQueries):
     """Reads one cluster's Prometheus."""
 
     def __init__(self, cluster: Cluster):
@@ -709,7 +304,7 @@ class PrometheusSource(_FindingQueries):
             pod = m.get("exported_pod") or m.get("pod") or ""
             ns = m.get("exported_namespace") or m.get("namespace") or ""
             uuid = m.get("UUID") or m.get("uuid") or m.get("gpu_uuid") or ""
-            v = _value(r)
+            v = sample_value(r)
             if not pod or not ns or not uuid:
                 log.warning("cluster %s: DCGM series without pod identity or UUID skipped: %s", self.cluster, m)
                 continue
@@ -794,7 +389,7 @@ class PrometheusSource(_FindingQueries):
             return self._memory_answer[1]
         recorded = self.recorded(start, end)
         if recorded is not None:  # already read: `max by` done here
-            answer = _max_by(self.MEMORY_BY, recorded.get("fb_used", []))
+            answer = max_by(self.MEMORY_BY, recorded.get("fb_used", []))
         else:
             answer = self.query(*self._memory_query(start, end))
         self._memory_answer = ((start, end), answer)
@@ -810,14 +405,14 @@ class PrometheusSource(_FindingQueries):
             exported = self.query(f'count(last_over_time({self.metrics[SIGNALS[0]]}{{exported_pod!=""}}[{rng}]))', at)
             self.pod_labels = "exported" if exported else "plain"
         unheld = 'exported_pod=""' if self.pod_labels == "exported" else 'pod="",exported_pod=""'
-        names = _regex(uuids)
+        names = regex_of(uuids)
         queries = [(f'max by (UUID) (avg_over_time({self.metrics[s]}{{{unheld},GPU_I_ID="",UUID=~"{names}"}}'
                     f'[{rng}]))', at) for s in SIGNALS]
         out: dict[str, dict[str, float]] = {}
         for signal, answer in zip(SIGNALS, self.query_all(queries), strict=True):
             scale = SIGNAL_SCALE.get(signal, 1.0)
             for r in answer:
-                v, uuid = _value(r), r["metric"].get("UUID", "")
+                v, uuid = sample_value(r), r["metric"].get("UUID", "")
                 if v is None or not uuid or not (-1e-9 <= v * scale <= 1.0 + 1e-6):
                     continue
                 out.setdefault(uuid, {})[signal] = v * scale
@@ -854,19 +449,19 @@ class PrometheusSource(_FindingQueries):
         rng, at = window(start, end)
         out: dict[str, float] = {}
         for r in self.query(*self._seen_instant(metric, by, fn, start, end)):
-            name, v = r["metric"].get(by, ""), _value(r)
+            name, v = r["metric"].get(by, ""), sample_value(r)
             if name in names and v:
                 out[name] = v
         rest = sorted(set(names) - set(out))
         if not rest:
             return out
         batches = [rest[i:i + MAX_REGEX_NAMES] for i in range(0, len(rest), MAX_REGEX_NAMES)]
-        selectors = ([f'{metric}{{{by}=~"{_regex(batch)}"}}' for batch in batches] if len(batches) <= 4
+        selectors = ([f'{metric}{{{by}=~"{regex_of(batch)}"}}' for batch in batches] if len(batches) <= 4
                      else [metric])
         for selector in selectors:
             q = f"{fn} by ({by}) ({fn}_over_time(timestamp({selector})[{rng}:{HISTORY_STEP_SECONDS}s]))"
             for r in self.query(q, at):
-                name, v = r["metric"].get(by, ""), _value(r)
+                name, v = r["metric"].get(by, ""), sample_value(r)
                 if name in names and name not in out and v:
                     out[name] = v
         return out
@@ -899,7 +494,7 @@ class PrometheusSource(_FindingQueries):
         completions, *request_answers, label_answer, info, owner_answer = self.query_all(rest)
         done: dict[str, float] = {}
         for r in completions:
-            v = _value(r)
+            v = sample_value(r)
             if v:
                 done[r["metric"].get("uid", "")] = v
         seen = self._seen("kube_pod_start_time", "uid", "max", start, end,
@@ -909,7 +504,7 @@ class PrometheusSource(_FindingQueries):
         nodes: dict[str, str] = {}
         for answer, target in zip(request_answers, (app, init), strict=True):
             for r in answer:
-                m, v = r["metric"], _value(r)
+                m, v = r["metric"], sample_value(r)
                 res = ksm_resource(m.get("resource", ""))
                 if v is None or res is None:
                     continue
@@ -931,7 +526,7 @@ class PrometheusSource(_FindingQueries):
                 owners[m["uid"]] = (m["owner_kind"], m["owner_name"])
         pods = []
         for r in starts:
-            m, v = r["metric"], _value(r)
+            m, v = r["metric"], sample_value(r)
             uid = m.get("uid", "")
             if not uid or (uid not in app and uid not in init):
                 continue
@@ -941,9 +536,9 @@ class PrometheusSource(_FindingQueries):
                     namespace=m.get("namespace", ""),
                     name=m.get("pod", ""),
                     node=nodes.get(uid, ""),
-                    started=_ts(v) if v else None,
-                    finished=_ts(done[uid]) if uid in done else None,
-                    last_seen=_ts(seen[uid]) if uid in seen else None,
+                    started=sample_time(v) if v else None,
+                    finished=sample_time(done[uid]) if uid in done else None,
+                    last_seen=sample_time(seen[uid]) if uid in seen else None,
                     labels=labels.get(uid, {}),
                     app_requests=app.get(uid, {}),
                     init_requests=init.get(uid, {}),
@@ -1011,7 +606,7 @@ class PrometheusSource(_FindingQueries):
         cap: dict[str, dict[str, float]] = {}
         for answer, target in zip(resource_answers, (alloc, cap), strict=True):
             for r in answer:
-                res, v = ksm_resource(r["metric"].get("resource", "")), _value(r)
+                res, v = ksm_resource(r["metric"].get("resource", "")), sample_value(r)
                 if res and v is not None:
                     target.setdefault(r["metric"].get("node", ""), {})[res] = v
         cordoned = {r["metric"].get("node", "") for r in unschedulable}
@@ -1028,9 +623,8 @@ class PrometheusSource(_FindingQueries):
                     capacity=cap.get(name, {}),
                     unschedulable=name in cordoned,
                     ready=name not in not_ready,
-                    first_seen=_ts(first.get(name, start.timestamp())),
-                    last_seen=_ts(last.get(name, end.timestamp())),
+                    first_seen=sample_time(first.get(name, start.timestamp())),
+                    last_seen=sample_time(last.get(name, end.timestamp())),
                 )
             )
         return nodes
-

@@ -14,7 +14,8 @@ from kubernetes import client
 
 from apps.ingest.collectors.kubernetes import api_client_for, read_snapshot
 from apps.ingest.collectors.limits import request_timeout
-from apps.ingest.collectors.prometheus import MAX_REGEX_NAMES, PrometheusSource, ksm_label
+from apps.ingest.collectors.prometheus import PrometheusSource
+from apps.ingest.collectors.promql import MAX_REGEX_NAMES, ksm_label
 from apps.ingest.preflight.checks import ACCESS, DRA_ACCESS, DRA_GROUP, KUEUE_ACCESS, KUEUE_GROUP
 from apps.inventory import gpus
 from apps.inventory.models import Cluster
