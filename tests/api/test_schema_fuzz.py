@@ -8,7 +8,6 @@ from django.contrib.auth.models import User
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import Unsatisfiable
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
@@ -29,6 +28,15 @@ def keep_connection():
     yield
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
+
+
+def nothing_to_violate(spec: dict) -> bool:
+    """An operation whose only inputs are free-form strings in the path (e.g. a team name) has no invalid input:
+    negative mode cannot generate one and spends hundreds of rejected draws before giving up (Unsatisfiable). A query
+    string parameter can always be broken (left out when required, repeated), so it keeps an operation in."""
+    parameters = spec.get("parameters", [])
+    return "requestBody" not in spec and bool(parameters) and all(
+        p["in"] == "path" and p.get("schema") == {"type": "string"} for p in parameters)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +76,14 @@ def test_it_never_answers_5xx_to_generated_requests(ledger, users, keep_connecti
     document = schema.raw_schema
     documented = {(method.upper(), path): {int(code) for code in spec["responses"]}
                   for path, methods in document["paths"].items() for method, spec in methods.items()}
+    skipped = {f"{method.upper()} {path}" for path, methods in document["paths"].items()
+               for method, spec in methods.items() if mode == GenerationMode.NEGATIVE and nothing_to_violate(spec)}
+    assert len(skipped) < len(operations), skipped
     seen: dict[tuple[str, str], set[int]] = {}
-    unsatisfiable: list[str] = []
 
     for operation in operations:
+        if operation.label in skipped:
+            continue
 
         @given(case=operation.as_strategy(generation_mode=mode))
         @settings(
@@ -94,16 +106,10 @@ def test_it_never_answers_5xx_to_generated_requests(ledger, users, keep_connecti
                                                                           response.text[:300])
                 seen.setdefault((who, case.operation.label), set()).add(response.status_code)
 
-        try:
-            run()
-        except Unsatisfiable:
-            # Negative mode has nothing to generate for a lone free-form string (e.g. a team name in the path).
-            assert mode == GenerationMode.NEGATIVE
-            unsatisfiable.append(operation.label)
+        run()  # Unsatisfiable (no valid example at all) fails the test
     assert User.objects.filter(username__in=CALLERS).count() == len(CALLERS)  # the test's transaction held
-    assert len(unsatisfiable) < len(operations), unsatisfiable
-    # Both callers were answered for every operation that had anything to generate.
-    assert {label for _, label in seen} == {op.label for op in operations} - set(unsatisfiable), seen
+    # Both callers were answered for every operation that has an input to generate in this mode.
+    assert {label for _, label in seen} == {op.label for op in operations} - skipped, seen
     for who in CALLERS:
         if mode == GenerationMode.POSITIVE:
             assert 200 in seen[(who, "GET /api/v1/usage/")], seen
