@@ -244,10 +244,12 @@ class FindingQueries:
             if key not in holder or (v, pod) > holder[key][:2]:
                 holder[key] = (v, pod, ns)
         # A device whose last sample the subquery's steps missed: last seen at the bucket's start at the latest.
-        return [VanishedDevice(node, uuid, sample_time(holder[(node, uuid)][0] if (node, uuid) in holder
-                                              else start.timestamp()),
-                               holder.get((node, uuid), (0, "", ""))[2], holder.get((node, uuid), (0, "", ""))[1])
-                for (node, uuid) in sorted(label_of)]
+        missed = (start.timestamp(), "", "")
+        out = []
+        for node, uuid in sorted(label_of):
+            last, pod, ns = holder.get((node, uuid), missed)
+            out.append(VanishedDevice(node, uuid, sample_time(last), ns, pod))
+        return out
 
     def devices_reporting(self, start: datetime, end: datetime, uuids: Collection[str]) -> frozenset[str]:
         if not uuids:
