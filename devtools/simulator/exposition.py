@@ -727,20 +727,49 @@ def export_openmetrics(
     include_ksm: bool = True,
     progress=None,
     renames=None,
+    window_seconds: int | None = None,
 ) -> dict:
     """Stream DCGM (+KSM) series for [since, until) at ``step`` seconds to an OpenMetrics file.
 
     Memory-bounded: the lines of one state (``ChangePoints``) are held at a time; each family is streamed
     into its own temporary file and the files are concatenated (families contiguous, samples of
     every series in time order, integer-second timestamps, ``# EOF``). A series' labels are written once per
-    entity and holders (DCGM) or object state (kube-state-metrics), not once per state."""
+    entity and holders (DCGM) or object state (kube-state-metrics), not once per state.
+
+    With ``window_seconds``, ``out_path`` is a directory (made if missing) of one complete OpenMetrics file per
+    window of that many seconds since the epoch that has samples, ``window-<n>.om`` (n: the timestamps // window):
+    promtool 2.42 makes one block per two-hour window and re-reads its whole input for each, so a history written
+    per window is read twice instead of once per window, and needs no split pass over it first."""
     layout = tsdb_layout(sc, hostname_label, exported, metrics, renames)
     dcgm_fams = layout.families
     ksm_fams = [f for f in KSM_FAMILIES if not metrics or f in metrics] if include_ksm else []
     fams = dcgm_fams + ksm_fams
     out_path = str(out_path)
+    if window_seconds is not None:
+        os.makedirs(out_path, exist_ok=True)
     tmpdir = tempfile.mkdtemp(prefix="simexport-", dir=os.path.dirname(os.path.abspath(out_path)) or None)
     files = {f: open(os.path.join(tmpdir, f), "wb", buffering=1 << 20) for f in fams}  # noqa: SIM115 (closed below)
+    helps = dcgm_helps(renames)
+    helps.update(KSM_HELP)
+    written: list[str] = []
+
+    def write_out(window: int | None) -> None:
+        """The family files so far as one OpenMetrics file (of `window`, or the whole `out_path`), then emptied; a
+        window without samples has no file."""
+        if window is not None and not any(fh.tell() for fh in files.values()):
+            return
+        path = out_path if window is None else os.path.join(out_path, f"window-{window}.om")
+        with open(path, "wb", buffering=1 << 20) as out:
+            for f in fams:
+                fh = files[f]
+                if fh.tell() == 0:
+                    continue
+                fh.close()
+                out.write(f"# HELP {f} {helps.get(f, f)}\n# TYPE {f} gauge\n".encode())
+                _concatenate(out, fh.name)
+                files[f] = open(fh.name, "wb", buffering=1 << 20)  # noqa: SIM115 (closed below)
+            out.write(b"# EOF\n")
+        written.append(path)
     changes = ChangePoints(sc)
 
     def prefix(m: str, lab: list) -> bytes:
@@ -768,7 +797,11 @@ def export_openmetrics(
         ts = int(since)
         n_steps = max(1, (int(until) - int(since) + step - 1) // step)
         i = 0
+        window = None if window_seconds is None else ts // window_seconds
         while ts < until:
+            if window is not None and ts // window_seconds != window:
+                write_out(window)
+                window = ts // window_seconds
             key = changes.dcgm_key(ts)
             if key != dcgm_key and dcgm_fams:
                 for f in dcgm_fams:
@@ -814,24 +847,14 @@ def export_openmetrics(
             if progress and (i % max(1, n_steps // 20) == 0 or ts + step >= until):
                 progress(i, n_steps, samples, _time.time() - t0)
             ts += step
-        for fh in files.values():
-            fh.close()
-        helps = dcgm_helps(renames)
-        helps.update(KSM_HELP)
-        with open(out_path, "wb", buffering=1 << 20) as out:
-            for f in fams:
-                path = os.path.join(tmpdir, f)
-                if os.path.getsize(path) == 0:
-                    continue
-                out.write(f"# HELP {f} {helps.get(f, f)}\n# TYPE {f} gauge\n".encode())
-                _concatenate(out, path)
-            out.write(b"# EOF\n")
+        write_out(window)
     finally:
         for fh in files.values():
             if not fh.closed:
                 fh.close()
         shutil.rmtree(tmpdir, ignore_errors=True)
-    return {"samples": samples, "series": len(series), "bytes": os.path.getsize(out_path), "seconds": _time.time() - t0}
+    return {"samples": samples, "series": len(series), "bytes": sum(os.path.getsize(p) for p in written),
+            "files": written, "seconds": _time.time() - t0}
 
 
 def stderr_progress(i, n, samples, elapsed):

@@ -96,3 +96,43 @@ def test_it_carries_kube_state_metrics_for_the_same_pods(prom, demo):
     assert {r["metric"]["pod"] for r in req} == {p.name for p in demo.pods if p.visible(at) and p.start is None}
     team = pc.custom_query('kube_pod_labels{label_team="vision"}', params={"time": at})
     assert [r["metric"]["pod"] for r in team] == ["jupyter-carol-0"]
+
+
+def test_an_export_written_per_window_makes_the_blocks_of_the_whole_export(demo, tmp_path):
+    """`--window-seconds` (how the test worlds' histories are written: no split pass before promtool,
+    tests/harness/backfill.py) writes the whole export's samples, in its order, one complete file per promtool block
+    window: promtool makes the blocks (time ranges, samples, series, chunks) it makes of the whole export."""
+    import subprocess
+
+    from tests.harness.backfill import WINDOW_SECONDS, backfill, block_listing
+
+    promtool = require_binary("promtool")
+    since, until = demo.end - timedelta(hours=5, minutes=30), demo.end  # mid-window: the first window is partial
+    argv = ["simulate", "export-openmetrics", "--scenario", "tiny", "--since", since.isoformat(), "--until",
+            until.isoformat(), "--end", demo.end.isoformat(), "--days", "1", "--step", "60"]
+    whole, windows = tmp_path / "whole.om", tmp_path / "windows"
+    call_command(*argv, "--out", str(whole))
+    call_command(*argv, "--out", str(windows), "--window-seconds", str(WINDOW_SECONDS))
+
+    def window(sample: str) -> int:
+        return int(sample.rsplit(" ", 1)[1]) // WINDOW_SECONDS
+
+    first, last = int(since.timestamp()) // WINDOW_SECONDS, (int(until.timestamp()) - 1) // WINDOW_SECONDS
+    assert last - first == 2
+    files = [windows / f"window-{w}.om" for w in range(first, last + 1)]
+    assert sorted(windows.iterdir()) == files
+    samples = [line for line in whole.read_text().splitlines() if not line.startswith("#")]
+    for w, path in zip(range(first, last + 1), files, strict=True):
+        text = path.read_text()
+        lines = [line for line in text.splitlines() if not line.startswith("#")]
+        assert lines == [line for line in samples if window(line) == w]  # the whole export's, in its order
+        assert text.endswith("# EOF\n") and text.count("# EOF") == 1
+        families = {line.split("{", 1)[0] for line in lines}
+        assert len(families) > 10 and all(text.count(f"# TYPE {f} gauge\n") == 1 for f in families)
+
+    unsplit, split = tmp_path / "unsplit", tmp_path / "split"
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(whole), str(unsplit)], check=True)
+    split.mkdir()
+    backfill(promtool, windows, split, timeout=120)
+    assert block_listing(promtool, split) == block_listing(promtool, unsplit)
+    assert sum(int(row[2]) for row in block_listing(promtool, split)) == len(samples)  # every sample, once

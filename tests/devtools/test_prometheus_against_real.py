@@ -47,6 +47,7 @@ def _pair(since: datetime, until: datetime, extra: tuple, scenario: str = "demo"
     """(real Prometheus, simulated Prometheus) over [since, until) of a scenario (the demo), shaped by `extra`
     options."""
     from tests.harness import cache
+    from tests.harness.backfill import WINDOW_SECONDS
     from tests.harness.prometheus import history_blocks
     from tests.harness.prometheus import start_prometheus as start_real
 
@@ -56,9 +57,11 @@ def _pair(since: datetime, until: datetime, extra: tuple, scenario: str = "demo"
     # by them (tests/harness/prometheus.py), so a later session costs neither the export nor promtool.
     argv = ["--scenario", scenario, "--since", since.isoformat(), "--until", until.isoformat(), "--end",
             END.isoformat(), "--days", str(days), "--step", str(STEP), *extra]
+    # One file per promtool block window: no split pass before promtool (tests/harness/backfill.py).
     blocks = history_blocks(
         ["against-real", *argv], cache.source_files("devtools/simulator", "devtools/management"),
-        lambda path: call_command("simulate", "export-openmetrics", *argv, "--out", str(path)),
+        lambda path: call_command("simulate", "export-openmetrics", *argv, "--out", str(path),
+                                  "--window-seconds", str(WINDOW_SECONDS)),
     )
     real = start_real(None, blocks=blocks)
     real.wait_for("kube_node_labels", at=until.timestamp() - STEP, timeout=60)

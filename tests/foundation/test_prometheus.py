@@ -52,7 +52,7 @@ def test_the_backfill_split_by_window_makes_the_blocks_promtool_makes_of_the_who
     metadata must come with its samples in each window's file."""
     import subprocess
 
-    from tests.harness.backfill import backfill, split_by_window
+    from tests.harness.backfill import backfill, block_listing, split_by_window
     from tests.harness.services import require_binary
 
     promtool = require_binary("promtool")
@@ -70,13 +70,9 @@ def test_the_backfill_split_by_window_makes_the_blocks_promtool_makes_of_the_who
     assert all(c.read_text().count("# TYPE gpufinops_b gauge") == 1 and c.read_text().endswith("# EOF\n")
                for c in chunks)
 
-    def listing(blocks):
-        out = subprocess.run([promtool, "tsdb", "list", str(blocks)], capture_output=True, text=True, check=True)
-        return sorted(tuple(line.split()[1:3] + line.split()[4:7]) for line in out.stdout.splitlines()[1:])
-
     whole, split = tmp_path / "whole", tmp_path / "split"
     subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(whole)], check=True)
     split.mkdir()
     backfill(promtool, path, split, timeout=120)
-    assert listing(split) == listing(whole)
-    assert sum(int(row[2]) for row in listing(split)) == 2 * 2 * 5 * 60  # every sample, once
+    assert block_listing(promtool, split) == block_listing(promtool, whole)
+    assert sum(int(row[2]) for row in block_listing(promtool, split)) == 2 * 2 * 5 * 60  # every sample, once

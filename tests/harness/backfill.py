@@ -5,7 +5,8 @@ again, keeping only that window's samples; a simulated day of `demo` (895 MB, 13
 every simulated world of a cold test run (each CI run starts cold). Written out one file per window first (a
 streaming pass in Python, ~4 CPU-s), the same 13 blocks cost 15 CPU-s: the same time ranges, samples, series and
 chunks (`promtool tsdb list`, compared when this was written). Newer promtools have `--max-block-duration`, which
-the Debian one lacks.
+the Debian one lacks. The simulator's histories skip the split: `simulate export-openmetrics --window-seconds
+WINDOW_SECONDS` writes one file per window itself (a directory, which `backfill` takes as it is).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ class BackfillError(RuntimeError):
 
 
 def backfill(promtool: str, openmetrics: Path, target: Path, *, timeout: float) -> None:
-    """TSDB blocks of `openmetrics` (ending with `# EOF`, every sample timestamped) in `target`."""
+    """TSDB blocks of `openmetrics` (ending with `# EOF`, every sample timestamped) in `target`; or of each file of
+    the directory `openmetrics`, files already one per window (`simulate export-openmetrics --window-seconds
+    WINDOW_SECONDS`: no split pass)."""
+    if openmetrics.is_dir():
+        for chunk in sorted(openmetrics.iterdir()):
+            _create_blocks(promtool, chunk, target, timeout=timeout)
+        return
     workdir = Path(tempfile.mkdtemp(prefix="gpufinops-backfill-", dir=target.parent))
     try:
         try:
@@ -33,12 +40,16 @@ def backfill(promtool: str, openmetrics: Path, target: Path, *, timeout: float) 
         except ValueError:  # a line this split does not understand: promtool reads the file whole
             chunks = [openmetrics]
         for chunk in chunks:
-            result = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(chunk),
-                                     str(target)], capture_output=True, text=True, timeout=timeout)
-            if result.returncode != 0:
-                raise BackfillError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
+            _create_blocks(promtool, chunk, target, timeout=timeout)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _create_blocks(promtool: str, openmetrics: Path, target: Path, *, timeout: float) -> None:
+    result = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(openmetrics),
+                             str(target)], capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise BackfillError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
 
 
 def split_by_window(openmetrics: Path, into: Path) -> list[Path]:
@@ -71,3 +82,10 @@ def split_by_window(openmetrics: Path, into: Path) -> list[Path]:
             out.write(b"# EOF\n")
             out.close()
     return [into / f"window-{w}.om" for w in sorted(files)]
+
+
+def block_listing(promtool: str, blocks: Path) -> list[tuple[str, ...]]:
+    """`promtool tsdb list` of a data directory without the block ids and durations: each block's (min time, max
+    time, samples, chunks, series), sorted; equal listings are blocks of the same samples."""
+    out = subprocess.run([promtool, "tsdb", "list", str(blocks)], capture_output=True, text=True, check=True)
+    return sorted(tuple(line.split()[1:3] + line.split()[4:7]) for line in out.stdout.splitlines()[1:])

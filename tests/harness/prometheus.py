@@ -241,7 +241,11 @@ def history_blocks(recipe: Iterable[str], files: Iterable[Path], write_openmetri
     `recipe`: scenario, arguments, hours; the source `files` that generate it; promtool's binary) rather than by
     the exported bytes, so a cached history costs neither the export nor the hashing of it. The first process to
     ask builds it while the others wait on a lock, then every one loads the same blocks (`load_blocks`). With the
-    cache off (GPUFINOPS_TEST_CACHE=0) the blocks are made afresh in a temporary folder each time."""
+    cache off (GPUFINOPS_TEST_CACHE=0) the blocks are made afresh in a temporary folder each time.
+
+    `write_openmetrics(path)` writes one OpenMetrics file at `path`, or a directory there of one file per two-hour
+    window (`simulate export-openmetrics --window-seconds` tests.harness.backfill.WINDOW_SECONDS: cheaper, no split
+    pass before promtool)."""
     from tests.harness import cache
 
     recipe = list(recipe)
@@ -263,7 +267,7 @@ def history_blocks(recipe: Iterable[str], files: Iterable[Path], write_openmetri
 
 def _make_blocks(target: Path, write_openmetrics: Callable[[Path], None], promtool: str) -> Path:
     target.mkdir(parents=True)
-    openmetrics = target.parent / "history.om"
+    openmetrics = target.parent / "history.om"  # a file, or a directory of one file per window (backfill())
     try:
         write_openmetrics(openmetrics)
         try:
@@ -271,7 +275,10 @@ def _make_blocks(target: Path, write_openmetrics: Callable[[Path], None], promto
         except BackfillError as exc:
             raise PrometheusError(str(exc)) from None
     finally:
-        openmetrics.unlink(missing_ok=True)
+        if openmetrics.is_dir():
+            shutil.rmtree(openmetrics, ignore_errors=True)
+        else:
+            openmetrics.unlink(missing_ok=True)
     return target
 
 

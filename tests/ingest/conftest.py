@@ -14,6 +14,7 @@ from django.core.management import call_command
 
 from apps.inventory.models import Cluster
 from tests.harness import cache
+from tests.harness.backfill import WINDOW_SECONDS
 from tests.harness.prometheus import PrometheusServer, history_blocks, start_prometheus
 from tests.harness.services import require_binary
 from tests.harness.shared_rows import WORLD_FIXTURES
@@ -41,11 +42,12 @@ class SimWorld:
 
 
 def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *extra: str) -> None:
-    # --end/--days must match build_scenario below: the scenario is generated from them.
+    # --end/--days must match build_scenario below: the scenario is generated from them. One file per promtool block
+    # window (`out` a directory): no split pass over the hundreds of MB before promtool (tests/harness/backfill.py).
     call_command(
         "simulate", "export-openmetrics", "--scenario", scenario_name, "--since", since.isoformat(),
         "--until", until.isoformat(), "--end", until.isoformat(), "--days", str(DAYS),
-        "--step", str(STEP_SECONDS), "--out", str(out), *extra,
+        "--step", str(STEP_SECONDS), "--out", str(out), "--window-seconds", str(WINDOW_SECONDS), *extra,
     )
 
 

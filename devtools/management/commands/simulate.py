@@ -110,6 +110,12 @@ class Command(BaseCommand):
                        help=RENAME_HELP)
         e.add_argument("--recording-rules", action="store_true", help=RECORDING_HELP)
         e.add_argument("--out", required=True)
+        e.add_argument(
+            "--window-seconds", type=int, default=None, metavar="N",
+            help="write one OpenMetrics file per N-second window since the epoch into --out, a directory "
+            "(7200: promtool's block length, so promtool reads each file once per block instead of the whole "
+            "history once per block)",
+        )
 
     def handle(self, *args, **opts):
         from devtools.simulator.model import ceil_hour
@@ -163,6 +169,8 @@ class Command(BaseCommand):
             raise CommandError("--until must be after --since")
         if opts["step"] <= 0:
             raise CommandError("--step must be positive")
+        if opts["window_seconds"] is not None and opts["window_seconds"] <= 0:
+            raise CommandError("--window-seconds must be positive")
         end = _parse_time(opts["end"]) if opts.get("end") else ceil_hour(until)
         days = opts["days"]
         if days is None:
@@ -191,8 +199,9 @@ class Command(BaseCommand):
             include_ksm=not opts["no_ksm"],
             progress=stderr_progress,
             renames=dict(opts["rename_metric"]),
+            window_seconds=opts["window_seconds"],
         )
         self.stdout.write(
-            f"wrote {opts['out']}: {stats['series']:,} series, {stats['samples']:,} samples, "
-            f"{stats['bytes']:,} bytes in {stats['seconds']:.1f}s"
+            f"wrote {opts['out']} ({len(stats['files'])} file(s)): {stats['series']:,} series, "
+            f"{stats['samples']:,} samples, {stats['bytes']:,} bytes in {stats['seconds']:.1f}s"
         )
