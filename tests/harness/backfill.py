@@ -11,6 +11,7 @@ WINDOW_SECONDS` writes one file per window itself (a directory, which `backfill`
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +20,14 @@ from typing import BinaryIO
 
 # promtool's block length (tsdb.DefaultBlockDuration): windows aligned to multiples of it since the epoch.
 WINDOW_SECONDS = 7200
+
+
+def go_env() -> dict[str, str]:
+    """The environment of the Go programs the tests run (promtool, Prometheus): Go collects garbage each time the
+    heap doubles (GOGC=100); these are small (a few hundred MB at most) and short-lived, and letting the heap grow
+    five-fold first cuts a 24-hour world's promtool CPU by ~15 % (GC 0.27 -> 0.10 CPU-s a window, gctrace) and the
+    test Prometheus' query answering by ~25 %. A GOGC set by whoever runs the tests wins."""
+    return {"GOGC": "400", **os.environ}
 
 
 class BackfillError(RuntimeError):
@@ -47,7 +56,7 @@ def backfill(promtool: str, openmetrics: Path, target: Path, *, timeout: float) 
 
 def _create_blocks(promtool: str, openmetrics: Path, target: Path, *, timeout: float) -> None:
     result = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "-q", str(openmetrics),
-                             str(target)], capture_output=True, text=True, timeout=timeout)
+                             str(target)], capture_output=True, text=True, timeout=timeout, env=go_env())
     if result.returncode != 0:
         raise BackfillError(f"promtool backfill failed ({result.returncode}): {result.stderr or result.stdout}")
 

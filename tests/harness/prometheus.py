@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from tests.harness.backfill import BackfillError, backfill
+from tests.harness.backfill import BackfillError, backfill, go_env
 from tests.harness.services import free_port
 
 CONFIG_YAML = """\
@@ -110,6 +110,7 @@ class PrometheusServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=go_env(),
             )
         finally:
             log.close()
