@@ -42,12 +42,11 @@ class SimWorld:
 
 
 def _export(scenario_name: str, since: datetime, until: datetime, out: Path, *extra: str) -> None:
-    # --end/--days must match build_scenario below: the scenario is generated from them. One file per promtool block
-    # window (`out` a directory): no split pass over the hundreds of MB before promtool (tests/harness/backfill.py).
+    # --end/--days must match build_scenario below: the scenario is generated from them.
     call_command(
         "simulate", "export-openmetrics", "--scenario", scenario_name, "--since", since.isoformat(),
         "--until", until.isoformat(), "--end", until.isoformat(), "--days", str(DAYS),
-        "--step", str(STEP_SECONDS), "--out", str(out), "--window-seconds", str(WINDOW_SECONDS), *extra,
+        "--step", str(STEP_SECONDS), "--out", str(out), *extra,
     )
 
 
@@ -65,11 +64,14 @@ def _world(tmp: Path, *extra: str, name: str = "demo", hours: int = WINDOW_HOURS
     plain = {"with_dra": False} if name == "demo" else {}
     scenario = build_scenario(name, seed=0, end=end, days=DAYS, **plain)
     flags = [*extra, *(["--no-with-dra"] if plain else [])]
-    # Made once per recipe for the whole run (every module and pytest-xdist worker asking for it shares it).
+    # Made once per recipe for the whole run (every module and pytest-xdist worker asking for it shares it). Written
+    # one file per promtool block window (`path` a directory): no split pass over the hundreds of MB before promtool
+    # (tests/harness/backfill.py).
     blocks = history_blocks(
         [name, (start - timedelta(hours=1)).isoformat(), end.isoformat(), str(DAYS), str(STEP_SECONDS), *flags],
         cache.source_files("devtools/simulator", "devtools/management"),
-        lambda path: _export(name, start - timedelta(hours=1), end, path, *flags),
+        lambda path: _export(name, start - timedelta(hours=1), end, path, *flags, "--window-seconds",
+                             str(WINDOW_SECONDS)),
     )
     prom = start_prometheus(None, blocks=blocks)
     server = start_server(scenario, host="127.0.0.1", port=0)
