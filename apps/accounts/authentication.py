@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib.auth.models import Group
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
@@ -24,6 +24,17 @@ from apps.accounts.tokens import token_digest
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
+def _tokens_with_visibility() -> QuerySet[ApiToken]:
+    """Tokens with their user and what the user may see (finance group, one row per team): built once, filtered by
+    digest per request (building the subquery and annotations was a fifth of an authentication's CPU)."""
+    finance = Group.objects.filter(name=FINANCE_GROUP, user=OuterRef("user_id"))
+    return ApiToken.objects.select_related("user").annotate(in_finance=Exists(finance),
+                                                            team_name=F("user__teams__name"))
+
+
+_TOKENS_WITH_VISIBILITY = _tokens_with_visibility()  # lazy: no query until filtered and read
+
+
 class HashedTokenAuthentication(TokenAuthentication):
     """DRF's `Token` scheme (so drf-spectacular documents it), checked against ApiToken digests."""
 
@@ -32,9 +43,7 @@ class HashedTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
         """Finds the token by digest and refuses expired tokens and inactive users."""
         # One round trip: the token, its user, and what the user may see (finance group, one row per team).
-        finance = Group.objects.filter(name=FINANCE_GROUP, user=OuterRef("user_id"))
-        rows = list(ApiToken.objects.filter(digest=token_digest(key)).select_related("user")
-                    .annotate(in_finance=Exists(finance), team_name=F("user__teams__name")))
+        rows = list(_TOKENS_WITH_VISIBILITY.filter(digest=token_digest(key)))
         if not rows:
             raise exceptions.AuthenticationFailed("Invalid token.")
         token = rows[0]
