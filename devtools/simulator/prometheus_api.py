@@ -383,8 +383,8 @@ class PrometheusServer(serving.Server):
         super().__init__(_make_handler(self), host, port, "sim-prometheus")
 
     def encoded_answer(self, params: dict) -> tuple[int, bytes]:
-        """``answer`` as the HTTP body; the same at the same explicit ``time`` (the scenario is fixed), so kept.
-        Without a ``time`` it is now's, never kept."""
+        """The answer to ``params`` as the HTTP body; the same at the same explicit ``time`` (the scenario is fixed),
+        so kept. Without a ``time`` it is now's, never kept."""
         self.queries += 1
 
         def build() -> tuple[int, bytes]:
@@ -394,10 +394,6 @@ class PrometheusServer(serving.Server):
         if not params.get("time"):
             return build()
         return self.answers.get(tuple(sorted(params.items())), build)
-
-    def answer(self, params: dict) -> tuple[int, dict]:
-        self.queries += 1
-        return self._evaluate(params)
 
     def _evaluate(self, params: dict) -> tuple[int, dict]:
         query = params.get("query")
