@@ -16,6 +16,7 @@ of equal samples. DCGM series sets are computed once per pod/node change and the
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -44,10 +45,13 @@ from .promql import Evaluator, PromQLError, PromQLExecutionError, format_value, 
 
 
 class _Cache:
-    """A small thread-safe LRU: ``get(key, build)``."""
+    """A small thread-safe LRU: ``get(key, build)``. It holds ``size`` values, or values whose ``weigh`` sums to
+    at most ``size`` (the newest is kept even if it alone weighs more)."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, weigh=None):
         self.size = size
+        self.weigh = weigh or (lambda _value: 1)
+        self.weight = 0
         self.items: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
 
@@ -58,9 +62,11 @@ class _Cache:
                 return self.items[key]
         value = build()
         with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+            if key not in self.items:  # another thread may have built it meanwhile
+                self.items[key] = value
+                self.weight += self.weigh(value)
+            while self.weight > self.size and len(self.items) > 1:
+                self.weight -= self.weigh(self.items.popitem(last=False)[1])
         return value
 
 
@@ -363,15 +369,33 @@ class PrometheusServer(serving.Server):
     ``/api/v1/status/buildinfo`` and ``/api/v1/status/flags`` (``retention``: the TSDB retention it reports)."""
 
     retention = "15d"  # Prometheus' default
+    # Encoded answers kept, by bytes: a re-collection of the same hours sends the same queries at the same times
+    # (a collection of the demo's 48 hours: 2,060 queries, 7 MB of answers), and each writer of
+    # tests/ingest/test_concurrent_recollection.py otherwise had them evaluated again, most of what it cost the
+    # test process.
+    ANSWER_CACHE_BYTES = 64 << 20
 
     def __init__(self, tsdb: SimulatedTSDB, host: str, port: int):
         self.tsdb = tsdb
         self.evaluator = Evaluator(tsdb)
         self.queries = 0
+        self.answers = _Cache(self.ANSWER_CACHE_BYTES, weigh=lambda answer: len(answer[1]))
         super().__init__(_make_handler(self), host, port, "sim-prometheus")
 
-    def answer(self, params: dict) -> tuple[int, dict]:
+    def encoded_answer(self, params: dict) -> tuple[int, bytes]:
+        """The answer to ``params`` as the HTTP body; the same at the same explicit ``time`` (the scenario is fixed),
+        so kept. Without a ``time`` it is now's, never kept."""
         self.queries += 1
+
+        def build() -> tuple[int, bytes]:
+            code, body = self._evaluate(params)
+            return code, json.dumps(body).encode()
+
+        if not params.get("time"):
+            return build()
+        return self.answers.get(tuple(sorted(params.items())), build)
+
+    def _evaluate(self, params: dict) -> tuple[int, dict]:
         query = params.get("query")
         try:
             if not query:
@@ -404,8 +428,8 @@ def _make_handler(srv: PrometheusServer):
         def _route(self, body: str = "") -> None:
             path = urlparse(self.path).path
             if path == "/api/v1/query":
-                code, answer = srv.answer(self._params(body))
-                self.send(code, answer)
+                code, encoded = srv.encoded_answer(self._params(body))
+                self.send(code, encoded)
             elif path == "/api/v1/status/buildinfo":
                 self.send(200, {"status": "success", "data": {"version": "2.42.0-sim", "revision": "sim",
                                                               "branch": "sim", "goVersion": "go1.22"}})

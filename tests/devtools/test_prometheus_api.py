@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from devtools.simulator.exposition import dcgm_rows, tsdb_ksm_rows
-from devtools.simulator.prometheus_api import SimulatedTSDB, start_prometheus
+from devtools.simulator.prometheus_api import SimulatedTSDB, _Cache, start_prometheus
 from devtools.simulator.promql import Evaluator, ListStorage
 from tests.devtools.conftest import END
 from tests.harness import cache
@@ -181,3 +181,25 @@ def test_it_answers_readiness_and_404(prometheus):
     with pytest.raises(urllib.error.HTTPError) as exc:
         urllib.request.urlopen(prometheus.url + "/api/v1/query_range", timeout=5)
     assert exc.value.code == 404
+
+
+def test_it_keeps_the_answers_at_an_explicit_time_only(prometheus, demo):
+    """A re-collection asks the same queries at the same times: the kept answer is the evaluated one."""
+    at = repr((demo.end - timedelta(minutes=20)).timestamp())
+    queries, kept = prometheus.queries, len(prometheus.answers.items)
+    first = _http(prometheus, "kube_node_created", at)
+    assert first[0] == 200 and len(first[1]["data"]["result"]) == len(demo.nodes)
+    assert _http(prometheus, "kube_node_created", at, post=True) == first
+    assert len(prometheus.answers.items) == kept + 1
+    assert prometheus.queries == queries + 2  # both counted
+    assert _http(prometheus, "kube_node_created")[0] == 200  # now's answer: not kept
+    assert len(prometheus.answers.items) == kept + 1
+
+
+def test_its_kept_answers_are_bounded_by_their_weight():
+    kept = _Cache(8, weigh=len)
+    for key in "abc":
+        assert kept.get(key, lambda key=key: key * 4) == key * 4
+    assert list(kept.items) == ["b", "c"] and kept.weight == 8
+    assert kept.get("d", lambda: "d" * 20) == "d" * 20  # heavier than the bound: kept alone
+    assert list(kept.items) == ["d"] and kept.weight == 20

@@ -20,11 +20,10 @@ from apps.inventory.observations import ClaimInfo, DraObjects
 
 GROUP = "resource.k8s.io"
 VERSIONS = ("v1", "v1beta2", "v1beta1")  # highest first
-_APIS: dict[str, Callable[[client.ApiClient], Any]] = {
-    "v1": client.ResourceV1Api,
-    "v1beta2": client.ResourceV1beta2Api,
-    "v1beta1": client.ResourceV1beta1Api,
-}
+# The client's API class of each version, by name: looked up when that version is served. Each class imports its
+# typed models when first touched (pydantic classes built at import, ~0.07 CPU-s each): naming the three here made
+# every process that imports the collector pay for all of them, DRA or not.
+_APIS = {"v1": "ResourceV1Api", "v1beta2": "ResourceV1beta2Api", "v1beta1": "ResourceV1beta1Api"}
 
 Paged = Callable[..., Any]  # kubernetes._paged: (list function) -> iterator of JSON items
 
@@ -63,7 +62,7 @@ def read_dra(
     version = served_version(api_client)
     if not version:
         return None
-    api = _APIS[version](api_client)
+    api = getattr(client, _APIS[version])(api_client)
     slices = list(paged(api.list_resource_slice))
     inventory = dra.read_slices(slices, gpu_drivers)
     warnings = list(inventory.warnings)
