@@ -89,3 +89,35 @@ def test_a_round_stopped_ahead_leaves_no_thread_and_no_answers(sim_world):
     asked_ahead = len(sent)
     source.prefetch(start, end)  # the stopped round's answers were dropped: the whole round is asked again
     assert len(sent) - asked_ahead > 20
+
+
+@pytest.mark.django_db
+def test_the_ledger_reads_its_answers_while_the_findings_are_still_asked(sim_world):
+    """The round ahead is waited for answer by answer: the ledger's reads return while the findings' health queries,
+    later in the round, are held back (here until the ledger has read everything), and every answer is the one the
+    round asked in place gives."""
+    start = sim_world.hours[-1]
+    end = start + timedelta(hours=1)
+    source = PrometheusSource(make_cluster(sim_world, name="overlap"))
+    health = {promql for promql, _at in source._health_queries(start, end)}
+    ledger_read = threading.Event()
+    released_by_the_ledger: list[bool] = []
+    send = source.ask
+
+    def ask(promql, at):  # type: ignore[no-untyped-def]
+        if promql in health:  # held until the ledger has read its answers (a bound, never reached when it has)
+            released_by_the_ledger.append(ledger_read.wait(30))
+        return send(promql, at)
+
+    source.ask = ask  # type: ignore[method-assign]
+    source.prefetch_ahead(start, end)
+    ledger = [source.pod_history(start, end, LABEL_KEYS), source.namespace_labels(start, end, LABEL_KEYS),
+              source.owner_history(start, end), source.node_history(start, end, LABEL_KEYS),
+              source.activity(start, end), source.has_dcgm(start, end)]
+    ledger_read.set()
+    findings = [source.device_health(start, end), source.vanished_devices(start, end), source.pod_memory(start, end)]
+    source.stop_ahead()
+    assert len(released_by_the_ledger) == len(health) and all(released_by_the_ledger)
+    assert ledger + findings == read_bucket(PrometheusSource(make_cluster(sim_world, name="overlap-in-place")),
+                                            start, end)
+    assert not prometheus_threads()
