@@ -123,6 +123,17 @@ def _sign_in(url: str, password: str):  # type: ignore[no-untyped-def]
     return session
 
 
+def _read_lines(stream, into: list[str], said) -> None:  # type: ignore[no-untyped-def]
+    """Each line of `stream` into `into` as it comes, `said` set after each."""
+    for line in stream:
+        into.append(line)
+        said.set()
+
+
+# The backfill's hours between two rounds of sign-in and pages in the served demo (23 hours: about three rounds).
+PAGE_ROUND_HOURS = 8
+
+
 def time_after(seconds: float):  # type: ignore[no-untyped-def]
     import time
 
@@ -141,29 +152,64 @@ LEDGER = {  # the ledger's rows and rollups, with neither ids nor collection tim
 }
 
 
-def _migrated(var_dir, tmp_path):  # type: ignore[no-untyped-def]
-    """The environment of a `manage.py` run on its own migrated SQLite database under `var_dir`."""
+def _environment(var_dir, tmp_path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The environment of a `manage.py` run on its own SQLite database under `var_dir`."""
     import os
-    import subprocess
-    import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "NO_PROXY", "no_proxy")}
     env.update(GPUFINOPS_VAR_DIR=str(var_dir), XDG_CACHE_HOME=str(tmp_path / "cache"), GPUFINOPS_DEVTOOLS="1",
                DEBUG="1")
+    return env
+
+
+def _migrated(var_dir, tmp_path, *, copies=()) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The environment of a `manage.py` run on its own SQLite database under `var_dir`, migrated as `make run` does;
+    each folder of `copies` gets a copy of the migrated database (a Django process and a migrate fewer each)."""
+    import subprocess
+    import sys
+
+    from tests.harness.cache import copy_sqlite
+
+    env = _environment(var_dir, tmp_path)
     subprocess.run([sys.executable, "manage.py", "migrate_cached"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
+    for folder in copies:
+        copy_sqlite(var_dir / DATABASE_FILE, folder / DATABASE_FILE)
     return env
+
+
+DATABASE_FILE = "gpufinops.sqlite3"  # under GPUFINOPS_VAR_DIR (gpufinops/settings.py)
 
 
 def _ledger(var_dir) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     import sqlite3
 
     rows = {}
-    with sqlite3.connect(var_dir / "gpufinops.sqlite3") as db:
+    with sqlite3.connect(var_dir / DATABASE_FILE) as db:
         for table, columns in LEDGER.items():
             columns = columns or ", ".join(c[1] for c in db.execute(f"PRAGMA table_info({table})") if c[1] != "id")
             rows[table] = sorted(map(repr, db.execute(f"SELECT {columns} FROM {table}")))  # noqa: S608
     return rows
+
+
+def _synchronous_ledger(argv: list[str], var_dir, tmp_path) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """The ledger of one synchronous `demo` run (`argv`) on the migrated database under `var_dir`. Kept in the test
+    cache (tests/harness/cache.py) keyed by the arguments (`--now` names the world) and every source file the demo
+    runs, so a run of the suite again within the hour on the same code reads it instead of collecting the day twice;
+    a changed file collects it afresh."""
+    import subprocess
+    import sys
+
+    import django
+
+    from tests.harness import cache
+
+    def collect() -> dict[str, list[str]]:
+        subprocess.run(argv, cwd=ROOT, env=_environment(var_dir, tmp_path), check=True, capture_output=True)
+        return _ledger(var_dir)
+
+    return cache.pickled("demo-ledger", collect, parts=[sys.version, django.get_version(), *argv[1:]],
+                         files=cache.source_files("apps", "devtools", "gpufinops"))
 
 
 @pytest.mark.slow
@@ -185,34 +231,53 @@ def test_serve_signs_in_serves_pages_and_writes_the_synchronous_demos_ledger(tmp
     # A fixed `--now` for both runs (their worlds are the same), in the last hour so the pages' clock agrees.
     now = (datetime.now(UTC) - timedelta(minutes=30)).replace(minute=30, second=0, microsecond=0)
     argv = [sys.executable, "manage.py", "demo", "--days", "1", "--now", now.isoformat()]
-    env = _migrated(tmp_path / "served", tmp_path)
+    env = _migrated(tmp_path / "served", tmp_path, copies=[tmp_path / "plain"])
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     demo = subprocess.Popen([*argv, "--first-hours", "2", "--serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out: list[str] = []
     err: list[str] = []
-    readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)  # type: ignore[misc]
-               for s, into in ((demo.stdout, out), (demo.stderr, err))]
+    said = threading.Event()  # set on each line the demo writes: the test waits for lines, never polls
+    readers = [threading.Thread(target=_read_lines, args=(stream, into, said), daemon=True)
+               for stream, into in ((demo.stdout, out), (demo.stderr, err))]
     for reader in readers:
         reader.start()
+
+    def complete() -> bool:
+        return any("the demo is complete" in line for line in out)
+
+    def hours_written() -> int:  # the demo's progress, "hour N of 25: ..." on its stderr
+        return max((int(m.group(1)) for line in err if (m := re.match(r"hour (\d+) of ", line))), default=0)
+
     try:
         deadline = time_after(300)
-        while not any("serving " in line for line in out):
-            assert demo.poll() is None, "".join(out + err)[-3000:]
-            assert not deadline(), "".join(out + err)[-3000:]
-            threading.Event().wait(0.2)
+
+        def wait_until(done) -> None:  # type: ignore[no-untyped-def]
+            while not done():
+                assert demo.poll() is None, "".join(out + err)[-3000:]
+                assert not deadline(), "".join(out + err)[-3000:]
+                said.wait(1)
+                said.clear()
+
+        # The "serving" line and the next one (written together; each reaches `out` on its own).
+        wait_until(lambda: any("serving " in line for line in out[:-1]))
         password = re.search(r"as demo / (\S+)", "".join(out)).group(1)  # type: ignore[union-attr]
         assert any("the newest 2 of 25 hours are collected" in line for line in out)
-        loads, during = 0, 0
-        while not any("the demo is complete" in line for line in out):
-            assert demo.poll() is None and not deadline(), "".join(out + err)[-3000:]
+        loads, during, last = 0, 0, -PAGE_ROUND_HOURS
+        while not complete():
+            # A round of sign-in and pages each PAGE_ROUND_HOURS hours the backfill writes (its start, middle and
+            # end), not back to back: each round costs the server a password hash and four pages.
+            wait_until(lambda last=last: complete() or hours_written() >= last + PAGE_ROUND_HOURS)
+            if complete():
+                break
+            last = hours_written()
             session = _sign_in(url, password)  # a session row written while the backfill writes
             for page in ("/", "/workloads/", "/data-status/", "/reports/"):
                 answer = session.get(url + page, timeout=120)
                 assert answer.status_code == 200, (page, answer.status_code, answer.text[:500])
                 loads += 1
-            if not any("the demo is complete" in line for line in out):
+            if not complete():
                 during += 1
                 if loads == 4:  # the first round: the backfill has barely begun
                     assert "of its past hours are not collected yet" in session.get(url + "/").text
@@ -238,8 +303,7 @@ def test_serve_signs_in_serves_pages_and_writes_the_synchronous_demos_ledger(tmp
     with pytest.raises(OSError):  # the server went with the demo
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
-    subprocess.run(argv, cwd=ROOT, env=_migrated(tmp_path / "plain", tmp_path), check=True, capture_output=True)
-    served, plain = _ledger(tmp_path / "served"), _ledger(tmp_path / "plain")
+    served, plain = _ledger(tmp_path / "served"), _synchronous_ledger(argv, tmp_path / "plain", tmp_path)
     for table in LEDGER:
         assert plain[table], table
         assert served[table] == plain[table], table

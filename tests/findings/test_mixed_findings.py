@@ -3,7 +3,8 @@ simulator's Kubernetes API over HTTP, a real Prometheus backfilled with its hist
 production (a read every 5 minutes, each hour's bucket once it ended), equal the oracle's: the idle claim and the
 oversubscribed HAMi GPU of `mixed`, the DRA nodes without attribution of `mixed-noattr`; and no zero-allocatable or
 unattributed-activity finding on a DRA or HAMi node. The collection is the one tests/ingest/test_collect_dra.py
-checks the ledger of (tests/ingest/conftest.py, `mixed_collection`: the last 14 hours, priced at `MIXED_PRICES`)."""
+checks the ledger of (tests/ingest/conftest.py, `mixed_collection`: the last 14 hours of `mixed` and 6 of
+`mixed-noattr`, priced at `MIXED_PRICES`)."""
 
 from __future__ import annotations
 
