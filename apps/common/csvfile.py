@@ -14,10 +14,13 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBERS = frozenset({int, float, Decimal, bool})  # exact types, checked first: most cells of an export are numbers
 
 
 def safe_cell(value: object) -> object:
     """A value as it may go into a cell: None empty, text that would start a formula neutralised."""
+    if value.__class__ in _NUMBERS:
+        return value
     if value is None:
         return ""
     if isinstance(value, bool | int | float | Decimal):

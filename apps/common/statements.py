@@ -12,7 +12,7 @@ libpq 14 or later): under load each round trip to the database costs a wait for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -103,25 +103,31 @@ class RowShape:
     converters: tuple[tuple[int, tuple[Callable[..., Any], ...], Any], ...]
 
     @classmethod
-    def of(cls, qs: QuerySet) -> tuple[RowShape, str, Sequence[Any]]:
-        """The shape, SQL and parameters of a values() queryset, compiled once."""
+    def of(cls, qs: QuerySet, *, raw: Collection[str] = ()) -> tuple[RowShape, str, Sequence[Any]]:
+        """The shape, SQL and parameters of a values() queryset, compiled once. Columns named in `raw` are left as
+        the database returns them: their reader normalizes them itself (a usage answer's sums: the converters
+        would only make each float a float again and each Decimal a Decimal, at every row)."""
         query = qs.query
         compiler = query.get_compiler(using=qs.db)
         sql, params = compiler.as_sql()
         names = list(query.selected) if query.selected else [
             *query.extra_select, *query.values_select, *query.annotation_select]
         fields = [s[0] for s in compiler.select[: compiler.col_count]]
-        converters = tuple((i, tuple(convs), expr) for i, (convs, expr) in compiler.get_converters(fields).items())
+        converters = tuple((i, tuple(convs), expr) for i, (convs, expr) in compiler.get_converters(fields).items()
+                           if names[i] not in raw)
         return cls(tuple(names), converters), sql, params
 
-    def dicts(self, rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    def tuples(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows in `names` order, converted; as they came when no column needs converting."""
+        if not self.converters:
+            return rows
         out = []
         for raw in rows:
             row = list(raw)
             for i, convs, expr in self.converters:
                 for conv in convs:
                     row[i] = conv(row[i], expr, connection)
-            out.append(dict(zip(self.names, row, strict=True)))
+            out.append(tuple(row))
         return out
 
 

@@ -29,7 +29,6 @@ from django.db.models import F, Model, Q, QuerySet, Sum
 from apps.common.periods import split_days
 from apps.common.timeutils import iso_week_start
 from apps.inventory.models import Cluster
-from apps.usage import money
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.figures import DECIMALS, UsageFigures
 from apps.usage.models import PodHour, UsageDay, UsageHour, WorkloadDay, WorkloadWeek
@@ -308,13 +307,4 @@ def _page(grouped: str, params: list[Any], level: str, order: Ordering, limit: i
 
 def _figures(values: Sequence[Any]) -> UsageFigures:
     """Summed figures as the database returns them (floats, decimals or NULL), at the output precision."""
-    hours = dict(zip(FIGURES, values, strict=True))
-    return UsageFigures(
-        allocated_gpu_hours=float(hours["allocated_gpu_hours"] or 0.0),
-        working_gpu_hours=float(hours["working_gpu_hours"] or 0.0),
-        idle_gpu_hours=float(hours["idle_gpu_hours"] or 0.0),
-        unmeasured_gpu_hours=float(hours["unmeasured_gpu_hours"] or 0.0),
-        cost=money.micro(hours["cost"]),
-        idle_cost=money.micro(hours["idle_cost"]),
-        unpriced_gpu_hours=float(hours["unpriced_gpu_hours"] or 0.0),
-    ).rounded()
+    return UsageFigures.of_sums(values, rounded=True)

@@ -5,10 +5,12 @@ defines every number). Typed figures (`apps.usage.figures`); ``UsageReport.as_di
 from __future__ import annotations
 
 import hashlib
+import math
 import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 from django.conf import settings
@@ -18,17 +20,18 @@ from django.db.models import Count, Max, QuerySet, Subquery
 from apps.inventory.models import Cluster
 from apps.usage import money
 from apps.usage.activity import SIGNALS, default_signal
-from apps.usage.figures import CapacityFigures, PrintedRows, UsageFigures, UsageRow
+from apps.usage.figures import CapacityFigures, PrintedRows, UsageFigures, UsageRow, coverage
 from apps.usage.models import Bucket
 from apps.usage.selectors.capacity import capacity_and_provisional, has_provisional_buckets
 from apps.usage.selectors.report_queries import (
+    SUM_NAMES,
     figure_sums,
     grouped_queryset,
     report_rows,
     report_source,
     source_kind,
 )
-from apps.usage.selectors.rollups import apply_filters, group_value, make_filters
+from apps.usage.selectors.rollups import apply_filters, group_printer, make_filters
 
 # group_by keys, in the order the API documents them.
 GROUP_KEYS: tuple[str, ...] = (
@@ -183,11 +186,11 @@ def compute_usage_report(
     compiled = report_rows(start=start, end=end, group_by=group_by, signal=signal, visible_teams=visible_teams,
                            filters=filters)
     if compiled is not None:  # PostgreSQL: the same statements, compiled once per shape, one round trip
-        raw = _figures(compiled.rows, group_by, compiled.columns)
+        results, sums = _results(compiled.rows, compiled.names, group_by, compiled.columns)
         capacity, provisional = compiled.capacity, compiled.provisional
     else:
         qs = apply_filters(report_source(start, end, group_by, filters)[0], visible_teams, filters)
-        raw = _grouped_rows(qs, group_by, signal, by_day)
+        results, sums = _grouped_rows(qs, group_by, signal, by_day)
         capacity = None
         if visible_teams is None:
             capacity, provisional = capacity_and_provisional(
@@ -197,13 +200,12 @@ def compute_usage_report(
             provisional = has_provisional_buckets(
                 start=start, end=end, clusters=filters.get("cluster"), among=qs.values("cluster_id")
             )
-    sums = UsageFigures.exact_sum([figures for _group, figures in raw])
     return UsageReport(
         start=start,
         end=end,
         group_by=group_by,
         signal=signal,
-        results=[UsageRow(group, figures.rounded(), figures.coverage) for group, figures in raw],
+        results=results,
         totals=sums.rounded(),
         capacity=capacity,
         provisional=provisional,
@@ -224,38 +226,44 @@ def _check_hourly_span(start: datetime, end: datetime, group_by: Sequence[str], 
 
 def _grouped_rows(
     qs: QuerySet, group_by: Sequence[str], signal: str, by_day: bool
-) -> list[tuple[dict[str, str], UsageFigures]]:
-    """Each group's values and its unrounded figures under `signal` (at most GPUFINOPS_API_MAX_ROWS groups)."""
+) -> tuple[list[UsageRow], UsageFigures]:
+    """`_results` of the grouped sum under `signal` through the ORM (at most GPUFINOPS_API_MAX_ROWS groups)."""
     # No group: one row of the sums, none when nothing matched (`values()` would group by every column).
     if not group_by:
         total = qs.aggregate(**figure_sums(signal))
-        return _figures([total] if total["_allocated"] is not None else [], group_by, [])
+        rows = [tuple(total[name] for name in SUM_NAMES)] if total["_allocated"] is not None else []
+        return _results(rows, SUM_NAMES, group_by, [])
     grouped, columns = grouped_queryset(qs, group_by, signal, by_day)
-    return _figures(list(grouped), group_by, columns)
+    names = (*columns, *(["cluster__name"] if "cluster" in group_by else []), *SUM_NAMES)
+    return _results([tuple(row[name] for name in names) for row in grouped], names, group_by, columns)
 
 
-def _figures(rows: Sequence[Mapping[str, Any]], group_by: Sequence[str],
-             columns: Sequence[str]) -> list[tuple[dict[str, str], UsageFigures]]:
-    """The grouped sum's rows as group values and figures; more than GPUFINOPS_API_MAX_ROWS is `TooLarge`."""
+def _results(rows: Sequence[Sequence[Any]], names: Sequence[str], group_by: Sequence[str],
+             columns: Sequence[str]) -> tuple[list[UsageRow], UsageFigures]:
+    """The grouped sum's rows (columns `names`) as the answer's rows, at the output precision, and their exact,
+    unrounded sum; more than GPUFINOPS_API_MAX_ROWS rows is `TooLarge`. Each column's position and printer are
+    found once: every row of every uncached usage answer passes through this loop."""
     if len(rows) > settings.GPUFINOPS_API_MAX_ROWS:
         raise TooLarge(
             "group_by",
             f"More than {settings.GPUFINOPS_API_MAX_ROWS} rows: group by fewer keys, filter (team, cluster, "
             "namespace, workload) or narrow start/end.",
         )
-    out = []
-    for row in rows:
-        group = {
-            key: row["cluster__name"] if key == "cluster" else group_value(key, row[column])
-            for key, column in zip(group_by, columns, strict=True)
-        }
-        out.append((group, UsageFigures(
-            allocated_gpu_hours=row["_allocated"] or 0.0,
-            working_gpu_hours=row["_working"] or 0.0,
-            idle_gpu_hours=row["_idle"] or 0.0,
-            unmeasured_gpu_hours=row["_unmeasured"] or 0.0,
-            cost=money.micro(row["_cost"]),
-            idle_cost=money.micro(row["_idle_cost"]),
-            unpriced_gpu_hours=row["_unpriced"] or 0.0,
-        )))
-    return out
+    at = {name: i for i, name in enumerate(names)}
+    groups = [(key, at["cluster__name"] if key == "cluster" else at[column], group_printer(key))
+              for key, column in zip(group_by, columns, strict=True)]
+    sums_of = itemgetter(*(at[name] for name in SUM_NAMES))
+    sums = [sums_of(row) for row in rows]
+    results = [
+        UsageRow({key: show(row[i]) for key, i, show in groups}, UsageFigures.of_sums(s, rounded=True),
+                 coverage(float(s[0] or 0.0), float(s[3] or 0.0)))
+        for row, s in zip(rows, sums, strict=True)
+    ]
+    # The exact sum of the unrounded rows: GPU-hours with `math.fsum` (independent of order), money exactly
+    # (each row's money is exact in its printed figures already).
+    def hours(k: int) -> float:
+        return math.fsum(float(s[k] or 0.0) for s in sums)
+
+    total = UsageFigures(hours(0), hours(1), hours(2), hours(3), sum((r.figures.cost for r in results), money.ZERO),
+                         sum((r.figures.idle_cost for r in results), money.ZERO), hours(6))
+    return results, total

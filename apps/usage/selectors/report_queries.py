@@ -59,17 +59,15 @@ def report_source(start: datetime, end: datetime, group_by: Sequence[str], filte
     return UsageHour.objects.filter(hour__gte=start, hour__lt=end), kind
 
 
+# The sums' names in a grouped row, in UsageFigures' field order (`UsageFigures.of_sums` reads them so).
+SUM_NAMES: tuple[str, ...] = ("_allocated", "_working", "_idle", "_unmeasured", "_cost", "_idle_cost", "_unpriced")
+
+
 def figure_sums(signal: str) -> dict[str, Sum]:
-    """The sums every usage row reads under `signal`."""
-    return {
-        "_allocated": Sum("allocated_gpu_hours"),
-        "_working": Sum(f"working_{signal}"),
-        "_idle": Sum(f"idle_{signal}"),
-        "_unmeasured": Sum(f"unmeasured_{signal}"),
-        "_cost": Sum("cost"),
-        "_idle_cost": Sum(f"idle_cost_{signal}"),
-        "_unpriced": Sum("unpriced_gpu_hours"),
-    }
+    """The sums every usage row reads under `signal`, named as SUM_NAMES."""
+    columns = ("allocated_gpu_hours", f"working_{signal}", f"idle_{signal}", f"unmeasured_{signal}", "cost",
+               f"idle_cost_{signal}", "unpriced_gpu_hours")
+    return {name: Sum(column) for name, column in zip(SUM_NAMES, columns, strict=True)}
 
 
 def grouped_queryset(qs: QuerySet, group_by: Sequence[str], signal: str, by_day: bool) -> tuple[QuerySet, list[str]]:
@@ -108,7 +106,7 @@ def _statements(whole_days: bool, group_by: tuple[str, ...], signal: str, filter
         qs, source = report_source(start, end, group_by, filters)
         qs = apply_filters(qs, visible, filters)
         grouped, columns = grouped_queryset(qs, group_by, signal, source in ("day", "workload-day"))
-        shape, sql, params = RowShape.of(grouped)
+        shape, sql, params = RowShape.of(grouped, raw=SUM_NAMES)
         found.update(rows=shape, columns=tuple(columns), source=source)
         return sql, params
 
@@ -130,7 +128,8 @@ def _statements(whole_days: bool, group_by: tuple[str, ...], signal: str, filter
 
 @dataclass(frozen=True)
 class ReportRows:
-    rows: list[dict[str, Any]]  # the grouped sum's rows, as the queryset's values() would give them
+    rows: list[tuple[Any, ...]]  # the grouped sum's rows, as the queryset's values() would give them, in `names` order
+    names: tuple[str, ...]  # (the sums as the database gives them: `UsageFigures.of_sums` reads them)
     columns: list[str]
     capacity: CapacityFigures | None
     provisional: bool
@@ -153,8 +152,8 @@ def report_rows(*, start: datetime, end: datetime, group_by: Sequence[str], sign
         (statements.grouped.sql, statements.grouped.params(values)),
         (statements.second.sql, statements.second.params(values)),
     ])
-    rows = statements.rows.dicts(grouped)
+    rows, names = statements.rows.tuples(grouped), statements.rows.names
     if visible_teams is None:
         capacity, provisional = capacity_and_provisional_of(second[0])
-        return ReportRows(rows, list(statements.columns), capacity, provisional)
-    return ReportRows(rows, list(statements.columns), None, bool(second[0][0]))
+        return ReportRows(rows, names, list(statements.columns), capacity, provisional)
+    return ReportRows(rows, names, list(statements.columns), None, bool(second[0][0]))

@@ -6,7 +6,7 @@ range is whole UTC days and nobody asked for hours, else ``UsageHour``/``Capacit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 
 from django.db.models import QuerySet
@@ -66,8 +66,20 @@ def group_columns(qs: QuerySet, group_by: Sequence[str], *, by_day: bool,
 
 def group_value(key: str, value: object) -> str:
     """A group key's value as the API prints it: days ISO 8601, hours `YYYY-MM-DDTHH:MM:SSZ` in UTC."""
-    if key == "day":
-        return value.isoformat() if isinstance(value, date) else str(value)
-    if key == "hour" and isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return str(value)
+    return group_printer(key)(value)
+
+
+def group_printer(key: str) -> Callable[[object], str]:
+    """`group_value` for one key, chosen once (an answer prints every row's group values)."""
+    return _PRINTERS.get(key, str)
+
+
+def _print_day(value: object) -> str:
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
+def _print_hour(value: object) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(value, datetime) else str(value)
+
+
+_PRINTERS: dict[str, Callable[[object], str]] = {"day": _print_day, "hour": _print_hour}
