@@ -107,3 +107,31 @@ def test_a_marker_the_orm_transforms_fails_the_compilation_instead_of_reaching_t
         Template.compile(build)
     traced = Template.compile(lambda m: Team.objects.filter(name=m.text("name")).values("name").query.sql_with_params())
     assert traced.params({"name": "vision"}) == ["vision"]
+
+
+def test_statements_fetched_together_are_bound_as_each_alone_would_be(db):
+    """`fetch_together`: every statement's own rows, in order, one of them empty; hostile text values and a literal
+    `%` come back as themselves (bound by psycopg, never pasted into the SQL)."""
+    from django.db import connection
+
+    from apps.common.statements import fetch_together
+    from apps.inventory.models import Team
+
+    hostile = ["'; DROP TABLE inventory_team; --", "100 %s %% \\ \" $1 \x7f ü", "a'b"]
+    Team.objects.bulk_create([Team(name=name) for name in hostile])
+    names = Team.objects.filter(name__in=hostile).order_by("name").values_list("name").query.sql_with_params()
+    statements = [
+        names,
+        ("SELECT %s, 'literal %%'", ["it's 50 %"]),
+        ("SELECT 1 WHERE %s = %s", [1, 2]),  # no rows
+        names,
+    ]
+    alone = []
+    for sql, params in statements:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            alone.append(list(cursor.fetchall()))
+    together = fetch_together(statements)
+    assert together == alone
+    assert [r[0] for r in together[0]] == sorted(hostile) and together[1] == [("it's 50 %", "literal %")]
+    assert together[2] == [] and Team.objects.filter(name__in=hostile).count() == 3
