@@ -62,7 +62,6 @@ class _Figures:
         showed in the API's profile)."""
         return tuple(f.name for f in fields(cls))
 
-
     def __add__(self, other: Self) -> Self:
         return replace(self, **{name: getattr(self, name) + getattr(other, name) for name in self.names()})
 
@@ -109,17 +108,18 @@ class UsageFigures(_Figures):
                    money.micro(cost), money.micro(idle_cost), float(unpriced or 0.0))
 
     @classmethod
-    def exact_sum(cls, parts: Sequence[UsageFigures]) -> UsageFigures:
-        """The sum the ledger answers: GPU-hours with `math.fsum` (independent of order), money exactly."""
-        return cls(
-            math.fsum(p.allocated_gpu_hours for p in parts),
-            math.fsum(p.working_gpu_hours for p in parts),
-            math.fsum(p.idle_gpu_hours for p in parts),
-            math.fsum(p.unmeasured_gpu_hours for p in parts),
-            sum((p.cost for p in parts), money.ZERO),
-            sum((p.idle_cost for p in parts), money.ZERO),
-            math.fsum(p.unpriced_gpu_hours for p in parts),
-        )
+    def exact_sum(cls, sums: Sequence[Sequence[Any]]) -> UsageFigures:
+        """The sum the ledger answers of rows of summed columns in field order (as `of_sums` reads them, or a
+        figures' `as_dict().values()`): GPU-hours with `math.fsum` (independent of order), money exactly at the
+        micro-dollar."""
+
+        def hours(k: int) -> float:
+            return math.fsum(float(row[k] or 0.0) for row in sums)
+
+        def usd(k: int) -> Decimal:
+            return sum((money.micro(row[k]) for row in sums), money.ZERO)
+
+        return cls(hours(0), hours(1), hours(2), hours(3), usd(4), usd(5), hours(6))
 
     def rounded(self) -> UsageFigures:
         """GPU-hours at the output precision (money is already exact to the micro-dollar)."""

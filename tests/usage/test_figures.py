@@ -61,3 +61,14 @@ def test_money_at_the_micro_dollar_from_any_stored_type(value):
     expected = money.to_decimal(value).quantize(money.MICRO, rounding=ROUND_HALF_EVEN)
     assert money.micro(value) == expected
     assert money.micro(value).as_tuple().exponent == -6
+
+
+def test_the_exact_sum_of_rows_of_sums_is_order_free_and_exact_to_the_micro_dollar():
+    rows = [s for s in SUMS if s[0] is not None or s[4] is not None] + [SUMS[1]]
+    total = UsageFigures.exact_sum(rows)
+    assert total == UsageFigures.exact_sum(list(reversed(rows)))
+    assert total.cost == sum((money.micro(s[4]) for s in rows), Decimal(0))
+    assert total.allocated_gpu_hours == 8694.5198787775 + 1 + (0.1 + 0.2)  # fsum: exact, then rounded once
+    assert UsageFigures.exact_sum([]) == UsageFigures()
+    figures = [UsageFigures.of_sums(s) for s in SUMS]
+    assert UsageFigures.exact_sum([tuple(f.as_dict().values()) for f in figures]) == UsageFigures.exact_sum(SUMS)

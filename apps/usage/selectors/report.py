@@ -5,7 +5,6 @@ defines every number). Typed figures (`apps.usage.figures`); ``UsageReport.as_di
 from __future__ import annotations
 
 import hashlib
-import math
 import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from django.core.cache import cache
 from django.db.models import Count, Max, QuerySet, Subquery
 
 from apps.inventory.models import Cluster
-from apps.usage import money
 from apps.usage.activity import SIGNALS, default_signal
 from apps.usage.figures import CapacityFigures, PrintedRows, UsageFigures, UsageRow, coverage
 from apps.usage.models import Bucket
@@ -259,11 +257,5 @@ def _results(rows: Sequence[Sequence[Any]], names: Sequence[str], group_by: Sequ
                  coverage(float(s[0] or 0.0), float(s[3] or 0.0)))
         for row, s in zip(rows, sums, strict=True)
     ]
-    # The exact sum of the unrounded rows: GPU-hours with `math.fsum` (independent of order), money exactly
-    # (each row's money is exact in its printed figures already).
-    def hours(k: int) -> float:
-        return math.fsum(float(s[k] or 0.0) for s in sums)
-
-    total = UsageFigures(hours(0), hours(1), hours(2), hours(3), sum((r.figures.cost for r in results), money.ZERO),
-                         sum((r.figures.idle_cost for r in results), money.ZERO), hours(6))
+    total = UsageFigures.exact_sum(sums)  # of the unrounded rows
     return results, total
