@@ -6,8 +6,8 @@ issue 24). A shape's SQL text depends only on which filters are present and how 
 values: `Template.compile` builds it once through the ORM, from stand-in values (`Markers`), and each call fills in
 its own values. The ORM stays the one place the SQL is written; the template only remembers its output.
 
-`fetch_together` sends statements that do not depend on each other in one round trip (one multi-statement query, or
-psycopg's pipeline mode): under load each round trip to the database costs a wait for the CPU.
+`fetch_together` sends statements that do not depend on each other in one round trip (one multi-statement query):
+under load each round trip to the database costs a wait for the CPU.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 from django.db import connection
@@ -135,40 +134,21 @@ def fetch_together(statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list
     """Each statement's rows; on PostgreSQL all sent in one round trip, elsewhere one by one. Statements must not
     depend on each other's effects (reads).
 
-    On PostgreSQL with Django's default client-side binding, the statements go as one multi-statement query (the
-    simple protocol: one implicit transaction, so they also read one snapshot), bound by psycopg as Django binds
-    every query; it cost less Python and server time than pipeline mode, which remains for server-side binding."""
-    connection.ensure_connection()
-    if connection.vendor == "postgresql" and len(statements) > 1:
-        with connection.cursor() as cursor:
-            mogrify = getattr(cursor.cursor, "mogrify", None)  # psycopg's ClientCursor (client-side binding)
-            if mogrify is not None:
-                cursor.execute(";\n".join(mogrify(sql, params) for sql, params in statements))
-                results = [list(cursor.fetchall())]
-                while cursor.nextset():
-                    results.append(list(cursor.fetchall()))
-                if len(results) != len(statements):
-                    raise RuntimeError(f"{len(statements)} statements gave {len(results)} results")
-                return results
-    pipelined = connection.vendor == "postgresql" and len(statements) > 1 and _pipeline_supported()
-    cursors = [connection.cursor() for _ in statements]
-    try:
-        if pipelined:
-            with connection.connection.pipeline():
-                for cur, (sql, params) in zip(cursors, statements, strict=True):
-                    cur.execute(sql, params)
-        else:
-            for cur, (sql, params) in zip(cursors, statements, strict=True):
-                cur.execute(sql, params)
-        return [list(cur.fetchall()) for cur in cursors]
-    finally:
-        for cur in cursors:
-            cur.close()
-
-
-@lru_cache(maxsize=1)
-def _pipeline_supported() -> bool:
-    """psycopg's pipeline mode needs libpq 14 or later (the binary wheel bundles one); older: one by one."""
-    import psycopg
-
-    return bool(psycopg.Pipeline.is_supported())
+    On PostgreSQL the statements go as one multi-statement query (the simple protocol: one implicit transaction, so
+    they also read one snapshot), bound by psycopg's client-side binding as Django binds every query; it cost less
+    Python and server time than psycopg's pipeline mode (bench/README.md, session 13)."""
+    with connection.cursor() as cursor:
+        mogrify = getattr(cursor.cursor, "mogrify", None)  # psycopg's ClientCursor: Django's default binding
+        if connection.vendor == "postgresql" and len(statements) > 1 and mogrify is not None:
+            cursor.execute(";\n".join(mogrify(sql, params) for sql, params in statements))
+            results = [list(cursor.fetchall())]
+            while cursor.nextset():
+                results.append(list(cursor.fetchall()))
+            if len(results) != len(statements):
+                raise RuntimeError(f"{len(statements)} statements gave {len(results)} results")
+            return results
+        results = []
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            results.append(list(cursor.fetchall()))
+        return results
