@@ -10,26 +10,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.contrib.auth.models import Group
-from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
 from apps.accounts.models import ApiToken
-from apps.accounts.selectors import FINANCE_GROUP, remember_visibility
+from apps.accounts.selectors import remember_visibility, token_by_digest
 from apps.accounts.tokens import token_digest
 
 # last_used_at is refreshed at most this often, so reads do not turn into a write per request.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
-
-
-# Tokens with their user and what the user may see (finance group, one row per team): built once, filtered by digest
-# per request (building the subquery and annotations was a fifth of an authentication's CPU). Lazy: no query until
-# filtered and read; never read itself (its result cache would be shared).
-_TOKENS_WITH_VISIBILITY = ApiToken.objects.select_related("user").annotate(
-    in_finance=Exists(Group.objects.filter(name=FINANCE_GROUP, user=OuterRef("user_id"))),
-    team_name=F("user__teams__name"))
 
 
 class HashedTokenAuthentication(TokenAuthentication):
@@ -40,10 +30,10 @@ class HashedTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
         """Finds the token by digest and refuses expired tokens and inactive users."""
         # One round trip: the token, its user, and what the user may see (finance group, one row per team).
-        rows = list(_TOKENS_WITH_VISIBILITY.filter(digest=token_digest(key)))
-        if not rows:
+        found = token_by_digest(token_digest(key))
+        if found is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
-        token = rows[0]
+        token = found.token
         now = timezone.now()
         if token.expires_at is not None and token.expires_at <= now:
             raise exceptions.AuthenticationFailed("Token has expired.")
@@ -51,6 +41,5 @@ class HashedTokenAuthentication(TokenAuthentication):
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        remember_visibility(token.user, finance=token.in_finance,
-                            teams={r.team_name for r in rows if r.team_name is not None})
+        remember_visibility(token.user, finance=found.in_finance, teams=set(found.teams))
         return token.user, token

@@ -95,6 +95,43 @@ def test_it_accepts_a_valid_token_and_records_its_use(ledger):
     assert timedelta(days=4, hours=23) < row.expires_at - timezone.now() <= timedelta(days=5)
 
 
+def test_the_token_lookup_compiled_once_reads_what_the_orm_reads(db):
+    """`token_by_digest` compiles its SQL once and fills in each request's digest: token after token (different
+    users, teams, finance, expiry) it must give the same token and user fields as the ORM, the same visibility as
+    the rule asks of the database, and nothing for a digest no token has or one shaped like SQL."""
+    from django.contrib.auth.models import Group
+
+    from apps.accounts.selectors import FINANCE_GROUP, token_by_digest
+    from apps.accounts.tokens import token_digest
+
+    finance = Group.objects.create(name=FINANCE_GROUP)
+    vision, infra = Team.objects.create(name="vision"), Team.objects.create(name="infra")
+    people = [User.objects.create_user("solo", email="s@example.com"),
+              User.objects.create_user("two-teams", first_name="Ann"),
+              User.objects.create_user("money", is_staff=False),
+              User.objects.create_user("root", is_staff=True, is_superuser=True)]
+    people[1].teams.add(vision, infra)
+    people[2].teams.add(vision)
+    people[2].groups.add(finance)
+    tokens = [create_api_token(u, days) for u, days in zip(people, (1, 5, 30, 90), strict=True)]
+    ApiToken.objects.filter(user=people[0]).update(last_used_at=timezone.now() - timedelta(hours=1))
+    expected_teams = [set(), {"vision", "infra"}, {"vision"}, set()]
+    for _round in range(2):  # the second round reads through the statement compiled in the first
+        for user, token, teams in zip(people, tokens, expected_teams, strict=True):
+            found = token_by_digest(token_digest(token))
+            assert found is not None
+            orm = ApiToken.objects.select_related("user").get(digest=token_digest(token))
+            fields = [f.attname for f in ApiToken._meta.concrete_fields]
+            assert [getattr(found.token, f) for f in fields] == [getattr(orm, f) for f in fields]
+            user_fields = [f.attname for f in User._meta.concrete_fields]
+            stored = User.objects.get(pk=user.pk)
+            assert [getattr(found.token.user, f) for f in user_fields] == [getattr(stored, f) for f in user_fields]
+            assert found.token.user.pk == user.pk and not found.token._state.adding
+            assert found.teams == teams and found.in_finance == (user == people[2])
+    for digest in (token_digest("gfo_unknown"), "' OR '1'='1", "%s", ""):
+        assert token_by_digest(digest) is None
+
+
 def test_it_stores_tokens_hashed(db):
     user = User.objects.create_user("hash")
     token = create_api_token(user, 1)
