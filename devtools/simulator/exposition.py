@@ -62,7 +62,8 @@ RECORDED_BY = ("namespace", "pod", "exported_namespace", "exported_pod", "UUID",
 
 # The health fields of the same rules file: one series per physical GPU and field (`max by` the labels naming a GPU),
 # named HEALTH_RECORDED, for the raw series of these metrics (either name of a renamed one), pod or not. Only GPUs and
-# MIG parents carry these fields (never an instance), so a GPU's holders' series all give one recorded series.
+# MIG parents carry these fields (never an instance), so a GPU's holders' series all give one recorded series, which
+# holds a sample only at the scrapes where the field has something to report (``health_recorded_kept``).
 HEALTH_RECORDED = "gpu:gpufinops_health:max"
 HEALTH_RECORDED_FIELDS = {
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clock_events", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "clock_events",
@@ -72,6 +73,23 @@ HEALTH_RECORDED_FIELDS = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe",
 }
 HEALTH_RECORDED_BY = ("UUID", "uuid", "Hostname", "hostname")
+# The rules record a field only at the scrapes where it has something to report: clock events from this value up
+# (a counted reason bit), every other field above 0. A sample below is not stored (a healthy GPU has no series).
+HEALTH_RECORDED_FLOORS = {"clock_events": 8.0}
+
+
+def health_recorded_kept(field: str, value: float) -> bool:
+    """Whether the rules store this value of a recorded health field (``HEALTH_RECORDED_FLOORS``)."""
+    floor = HEALTH_RECORDED_FLOORS.get(field)
+    return value >= floor if floor is not None else value > 0
+
+
+def health_recorded_field(metric: str, labels) -> str | None:
+    """The `field` of a recorded health series (labels: pairs or a dict), None for any other series: the one kind
+    of stored series whose samples depend on its value (``health_recorded_kept``)."""
+    if metric != HEALTH_RECORDED:
+        return None
+    return dict(labels)["field"]
 
 
 def health_recorded_row(metric: str, labels: list) -> list | None:
@@ -812,11 +830,16 @@ def export_openmetrics(
                         ekey = (e.idx, tuple((p.idx, c, v, g) for p, c, v, g in holders))
                         pre = dcgm_prefixes.get(ekey)
                         if pre is None:
-                            pre = [(m, prefix(m, lab), k) for m, lab, k in rows]
-                            series.update(p for _m, p, _k in pre)
+                            pre = [(m, prefix(m, lab), k, health_recorded_field(m, lab)) for m, lab, k in rows]
+                            series.update(p for _m, p, _k, field in pre if field is None)
                         kept[ekey] = pre
-                        for m, p, k in pre:
-                            lines[m].append(p + value(vals[k]))
+                        for m, p, k, field in pre:
+                            v = vals[k]
+                            if field is not None:  # recorded health: stored only with something to report
+                                if not health_recorded_kept(field, v):
+                                    continue
+                                series.add(p)
+                            lines[m].append(p + value(v))
                 dcgm_prefixes = kept
                 layout.cache = {k: layout.cache[k] for k in kept}  # only the current state's label sets
                 dcgm_key = key

@@ -30,6 +30,8 @@ from .exposition import (
     SEG,
     ChangePoints,
     DcgmSeries,
+    health_recorded_field,
+    health_recorded_kept,
     heartbeat_rows,
     ksm_controller_rows,
     ksm_namespace_rows,
@@ -121,7 +123,14 @@ class _DcgmFrame:
     def select(self, matchers, metrics) -> list:
         rows = self.skeleton.select(matchers, metrics)
         values = self.ensure(rows)
-        return [(k, d, float(values[slot][vkey])) for k, d, slot, vkey in rows]
+        out = []
+        for k, d, slot, vkey in rows:
+            value = float(values[slot][vkey])
+            # A recorded health series holds a sample only where the field has something to report (the rules).
+            field = health_recorded_field(d["__name__"], d)
+            if field is None or health_recorded_kept(field, value):
+                out.append((k, d, value))
+        return out
 
     def ensure(self, rows) -> list:
         """The values list, with every slot ``rows`` read computed."""
@@ -199,8 +208,11 @@ class _DcgmFamily:
             for key, labels, slot, vkey in skeleton.select(matchers, metrics):
                 entry = out.get(key)
                 runs = entry[2] if entry is not None else None
+                field = health_recorded_field(labels["__name__"], labels)
                 for values, first, last, n in group:
                     value = float(values[slot][vkey])
+                    if field is not None and not health_recorded_kept(field, value):
+                        continue  # not stored (the rules' filter): a gap in the series
                     if runs is None:
                         runs = [[first, last, n, value]]
                         out[key] = (key, labels, runs)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -230,3 +232,64 @@ def test_a_straggling_rank_runs_at_forty_percent_while_its_peers_run_at_ninety(d
     sms = [v for m, lab, v in dcgm_samples(demo, _at(demo, 42))
            if m == "DCGM_FI_PROF_SM_ACTIVE" and lab["pod"].startswith("llama-sft-")]
     assert len(sms) == 8 and min(sms) > 0.85
+
+
+def test_recorded_health_is_stored_only_where_it_has_something_to_report(demo, tmp_path):
+    """With the recording rules, the export holds a recorded health sample exactly where the rules keep one: per
+    GPU, field and scrape, the maximum of the raw series when it passes the rules' filter (clock events >= 8, the
+    rest > 0), and nothing else; the simulated Prometheus stores the same. The hour holds the demo's power brake
+    starting on h100-train-0 (clock events 0 -> 0x88, power violation from 0), a throttled rank all along (0x28)
+    and a row remap failure: kept and dropped values both."""
+    from collections import Counter
+
+    from devtools.simulator.exposition import (
+        HEALTH_RECORDED,
+        HEALTH_RECORDED_BY,
+        HEALTH_RECORDED_FIELDS,
+        export_openmetrics,
+        health_recorded_kept,
+    )
+    from devtools.simulator.prometheus_api import start_prometheus
+    from devtools.simulator.scenarios import build_scenario
+
+    sc = build_scenario("demo", seed=0, end=demo.end, with_dra=False)
+    sc.recording_rules = True
+    start, end = _at(sc, 39.5), _at(sc, 40.5)
+    path = tmp_path / "hour.om"
+    export_openmetrics(sc, start, end, path, step=30, include_ksm=False)
+    raw: dict = {}
+    recorded: dict = {}
+    for family in text_string_to_metric_families(path.read_text()):
+        for s in family.samples:
+            gpu = tuple((k, s.labels[k]) for k in HEALTH_RECORDED_BY if s.labels.get(k))
+            if s.name == HEALTH_RECORDED:
+                recorded[(gpu, s.labels["field"], s.timestamp)] = s.value
+            elif s.name in HEALTH_RECORDED_FIELDS:
+                key = (gpu, HEALTH_RECORDED_FIELDS[s.name], s.timestamp)
+                raw[key] = max(raw.get(key, s.value), s.value)
+    kept = {key: v for key, v in raw.items() if health_recorded_kept(key[1], v)}
+    assert recorded == kept
+    fields = {field for _gpu, field, _t in kept}
+    assert {"clock_events", "power_violation", "row_remap_failure"} <= fields
+    assert len(kept) < len(raw) / 10  # most GPUs are healthy: nothing stored for them
+    assert {field for (_gpu, field, _t), v in raw.items() if not health_recorded_kept(field, v)} \
+        >= {"clock_events", "power_violation"}  # the brake's first scrapes: below the filter, dropped
+    # The simulated Prometheus holds the same samples: per GPU and field, as many over the hour, and at an instant
+    # no value the rules would not have stored.
+    srv = start_prometheus(sc, step=30)
+
+    def ask(query: str, at: float) -> dict:
+        url = f"{srv.url}/api/v1/query?query={urllib.parse.quote(query)}&time={at}"
+        with urllib.request.urlopen(url) as r:
+            answer = json.loads(r.read())["data"]["result"]
+        return {(tuple((k, r["metric"][k]) for k in HEALTH_RECORDED_BY if r["metric"].get(k)), r["metric"]["field"]):
+                float(r["value"][1]) for r in answer}
+
+    try:
+        counts = ask(f"count_over_time({HEALTH_RECORDED}[1h])", end - 1)
+        now = ask(HEALTH_RECORDED, end - 1)
+    finally:
+        srv.stop()
+    assert counts == Counter((gpu, field) for gpu, field, _t in kept)
+    last = max(t for _gpu, _field, t in raw)
+    assert now == {(gpu, field): v for (gpu, field, t), v in kept.items() if t == last}

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from apps.ingest.collectors.promql import (
+    CLOCK_EVENT_CANDIDATE,
     DEVICE_BY,
     HEALTH_RECORDED,
     HEALTH_RECORDED_FIELDS,
@@ -63,9 +64,20 @@ def test_the_health_rules_record_what_the_collector_reads_and_the_simulator_writ
             continue
         metrics = re.findall(r"max by \(([^)]*)\) \((DCGM_FI_\w+)\)", rule["expr"])
         assert metrics and {by for by, _m in metrics} == {DEVICE_BY}
-        assert rule["expr"] == " or ".join(f"max by ({DEVICE_BY}) ({m})" for _by, m in metrics)
-        health[rule["labels"]["field"]] = tuple(m for _by, m in metrics)
+        field = rule["labels"]["field"]
+        # Kept only where the field has something to report, by the filter the collector's query applies.
+        kept = f">= {CLOCK_EVENT_CANDIDATE}" if field == "clock_events" else "> 0"
+        either = " or ".join(f"max by ({DEVICE_BY}) ({m})" for _by, m in metrics)
+        assert rule["expr"] == (f"({either}) {kept}" if len(metrics) > 1 else f"{either} {kept}")
+        health[field] = tuple(m for _by, m in metrics)
     assert health == HEALTH_RECORDED_FIELDS
+    # The simulator stores what these filters keep, and nothing below.
+    assert exposition.HEALTH_RECORDED_FLOORS == {"clock_events": CLOCK_EVENT_CANDIDATE}
+    for field in health:
+        floor = CLOCK_EVENT_CANDIDATE if field == "clock_events" else 0
+        assert exposition.health_recorded_kept(field, floor + 1)
+        assert exposition.health_recorded_kept(field, floor) is (field == "clock_events")
+        assert not exposition.health_recorded_kept(field, floor - 1)
     assert HEALTH_RECORDED == exposition.HEALTH_RECORDED
     assert {m: f for f, ms in HEALTH_RECORDED_FIELDS.items() for m in ms} == exposition.HEALTH_RECORDED_FIELDS
     assert ", ".join(exposition.HEALTH_RECORDED_BY) == DEVICE_BY
