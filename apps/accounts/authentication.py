@@ -41,5 +41,5 @@ class HashedTokenAuthentication(TokenAuthentication):
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        remember_visibility(token.user, finance=found.in_finance, teams=set(found.teams))
+        remember_visibility(token.user, finance=found.in_finance, teams=found.teams)
         return token.user, token

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -20,7 +21,7 @@ FINANCE_GROUP = "finance"
 _VISIBILITY = "_gpufinops_visibility"
 
 
-def remember_visibility(user: User, *, finance: bool, teams: set[str]) -> None:
+def remember_visibility(user: User, *, finance: bool, teams: Set[str]) -> None:
     """Keep, on this user object (one request's), whether it is in the finance group and its teams, as read with
     its token (apps/accounts/authentication.py): the rule below then asks the database nothing more."""
     setattr(user, _VISIBILITY, (bool(finance), frozenset(teams)))
